@@ -1,0 +1,25 @@
+# The README's two commands: `make run` and `make test`. Both create .venv on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench sizes clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[test,experiments,bench]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m experiments sizes
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m experiments.bench compile
+
+clean:
+	rm -rf $(VENV)
