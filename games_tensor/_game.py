@@ -1,0 +1,217 @@
+"""The compiled game: an immutable pytree of dense arrays.
+
+Dimension vocabulary (used in every docstring of the project):
+  P players (2), I infosets (both players, grouped by player), A actions (the
+  game's global action space), S = I*A + 1 flat sequence slots, H histories
+  (nodes of the game tree), K child slots per node (max(A, chance outcomes)),
+  Z terminal histories, Zs sequence-form payoff entries (terminals merged by
+  their sequence pair), D depth, B batch.
+
+Two views share one numbering (see DESIGN.md):
+
+* **Sequence form.** The sequence "player p took action a at infoset i" has
+  flat index ``i * A + a``; slot ``I * A`` is the empty sequence of both players.
+  A realization plan is one ``[S]`` vector holding both players' sequences (each
+  infoset belongs to one player), with ``x[I * A] == 1``. Infosets of each player
+  are in level order (``infoset_levels[p]`` are static ``(start, end)`` slices);
+  an infoset's parent sequence belongs to an infoset of the previous level, and
+  inside a level infosets are sorted by parent sequence.
+* **History tree, level layout.** Nodes in breadth-first order (``node_levels``
+  are static ``(start, end)`` slices by depth; the children of a node are
+  contiguous). ``node_children[h, k]`` is the child reached by action ``k`` (player
+  node) or by the ``k``-th chance outcome (chance node), ``-1`` when absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+CHANCE = -1
+TERMINAL = -4
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GameMeta:
+    """Static (hashable) metadata of a compiled game.
+
+    Equality and hash use only ``name``, ``params`` and the shapes, so two
+    compiles of the same game share jit caches. The host-side extras (readable
+    infoset names, float64 copies of the float arrays) ride along unhashed.
+    """
+
+    name: str
+    params: tuple[tuple[str, Any], ...]
+    num_actions: int
+    num_infosets: int
+    infosets_per_player: tuple[int, int]
+    num_histories: int
+    num_terminals: int
+    num_sf_terminals: int
+    max_depth: int
+    max_children: int
+    infoset_levels: tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+    node_levels: tuple[tuple[int, int], ...]
+    num_public_states: int
+    num_abstract_infosets: int
+    has_abstraction: bool
+    infoset_keys: tuple[str, ...] = dataclasses.field(repr=False)
+    abstract_keys: tuple[str, ...] = dataclasses.field(repr=False)
+    host: dict = dataclasses.field(repr=False)  # float64 numpy copies, see compile
+
+    def _key(self):
+        return (
+            self.name,
+            self.params,
+            self.num_actions,
+            self.num_infosets,
+            self.infosets_per_player,
+            self.num_histories,
+            self.num_terminals,
+            self.num_sf_terminals,
+            self.max_children,
+            self.infoset_levels,
+            self.node_levels,
+            self.num_public_states,
+            self.num_abstract_infosets,
+        )
+
+    def __eq__(self, other):
+        return isinstance(other, GameMeta) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+_DATA_FIELDS = (
+    "legal_mask",
+    "infoset_player",
+    "parent_seq",
+    "abstract_infoset",
+    "sf_seq0",
+    "sf_seq1",
+    "sf_payoff",
+    "node_player",
+    "node_infoset",
+    "node_children",
+    "node_chance_probs",
+    "node_utility",
+    "node_chance_reach",
+    "node_public_state",
+    "node_parent",
+    "node_depth",
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Game:
+    """A compiled two-player zero-sum game (frozen pytree; arrays are leaves).
+
+    Build one with ``games_tensor.load(name, **params)`` or
+    ``games_tensor.compile(rules)``. Float arrays are float32, or float64 when
+    ``jax_enable_x64`` is on at load time.
+    """
+
+    # --- infosets / sequence form ---
+    legal_mask: jax.Array  # [I, A] bool
+    infoset_player: jax.Array  # [I] int32, 0 or 1
+    parent_seq: jax.Array  # [I] int32 in [0, S): owner's parent sequence (I*A = empty)
+    abstract_infoset: jax.Array  # [I] int32: abstract infoset id (identity without abstraction)
+    sf_seq0: jax.Array  # [Zs] int32: P1's sequence at each payoff entry
+    sf_seq1: jax.Array  # [Zs] int32: P2's sequence
+    sf_payoff: jax.Array  # [Zs] float: sum of chance reach * u_0 over merged terminals
+    # --- history tree (breadth-first level layout) ---
+    node_player: jax.Array  # [H] int32: 0, 1, CHANCE (-1) or TERMINAL (-4)
+    node_infoset: jax.Array  # [H] int32: infoset id at player nodes, -1 elsewhere
+    node_children: jax.Array  # [H, K] int32: child node id, -1 if none
+    node_chance_probs: jax.Array  # [H, K] float: outcome probabilities at chance nodes
+    node_utility: jax.Array  # [H] float: u_0 at terminals, 0 elsewhere
+    node_chance_reach: jax.Array  # [H] float: product of chance probabilities to the node
+    node_public_state: jax.Array  # [H] int32: public-state id
+    node_parent: jax.Array  # [H] int32: parent node id, -1 at the root
+    node_depth: jax.Array  # [H] int32
+    meta: GameMeta
+
+    # ------------------------------------------------------------------ info
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.meta.params)
+
+    @property
+    def num_actions(self) -> int:
+        return self.meta.num_actions
+
+    @property
+    def num_infosets(self) -> int:
+        return self.meta.num_infosets
+
+    @property
+    def num_sequences(self) -> int:
+        """Flat sequence slots ``S = I * A + 1`` (the last one is the empty sequence)."""
+        return self.meta.num_infosets * self.meta.num_actions + 1
+
+    @property
+    def empty_sequence(self) -> int:
+        return self.meta.num_infosets * self.meta.num_actions
+
+    @property
+    def infoset_keys(self) -> tuple[str, ...]:
+        """Readable information-state string of each infoset, in id order."""
+        return self.meta.infoset_keys
+
+    def player_slice(self, player: int) -> slice:
+        """Infoset ids of ``player`` (infosets are grouped by player)."""
+        n0 = self.meta.infosets_per_player[0]
+        return slice(0, n0) if player == 0 else slice(n0, self.meta.num_infosets)
+
+    @property
+    def sizes(self) -> dict[str, Any]:
+        """Sizes: infosets, infosets_per_player, infoset_actions, sequences, terminals, ...
+
+        ``sequences`` counts each player's sequences including the empty one
+        (infoset_actions + 2), as in the sequence-form literature.
+        """
+        m = self.meta
+        host = m.host
+        pairs = int(host["legal_mask"].sum())
+        out = {
+            "infosets": m.num_infosets,
+            "infosets_per_player": m.infosets_per_player,
+            "infoset_actions": pairs,
+            "sequences": pairs + 2,
+            "terminals": m.num_terminals,
+            "histories": m.num_histories,
+            "max_depth": m.max_depth,
+            "public_states": m.num_public_states,
+        }
+        if m.has_abstraction:
+            out["abstract_infosets"] = m.num_abstract_infosets
+            out["abstract_infoset_actions"] = int(host["abstract_legal_mask"].sum())
+        return out
+
+    def __repr__(self) -> str:
+        s = self.sizes
+        args = ", ".join(f"{k}={v!r}" for k, v in self.meta.params)
+        extra = f", abstract_infosets={s['abstract_infosets']}" if self.meta.has_abstraction else ""
+        return (
+            f"Game(name={self.meta.name!r}{', ' if args else ''}{args}, "
+            f"infosets={s['infosets']}, actions={self.meta.num_actions}, "
+            f"terminals={s['terminals']}, histories={s['histories']}{extra})"
+        )
+
+
+jax.tree_util.register_dataclass(Game, data_fields=list(_DATA_FIELDS), meta_fields=["meta"])
+
+
+def uniform_policy(game: Game) -> jax.Array:
+    """The uniform policy ``[I, A]``: 1/|A(I)| on legal actions, 0 on illegal ones."""
+    mask = np.asarray(game.meta.host["legal_mask"], dtype=np.float64)
+    return jnp.asarray(mask / mask.sum(axis=1, keepdims=True), dtype=game.sf_payoff.dtype)

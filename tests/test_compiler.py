@@ -1,0 +1,200 @@
+"""The compiler on every registered game: conformance, determinism, pytree behaviour."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games_tensor as gt
+from games_tensor._rules import CHANCE, TERMINAL, Rules
+
+ALL_GAMES = sorted(gt.available())
+
+
+@pytest.fixture(scope="module", params=ALL_GAMES)
+def game(request):
+    return gt.load(request.param)
+
+
+def _np(x):
+    return np.asarray(x)
+
+
+def test_registry_is_populated():
+    for name in ["kuhn_poker", "leduc_poker", "leduc5", "generic_poker", "liars_dice",
+                 "ii_goofspiel", "die_roll_poker", "biased_rps", "nonlocality"]:
+        assert name in ALL_GAMES
+
+
+def test_chance_probabilities_sum_to_one(game):
+    player = _np(game.node_player)
+    probs = game.meta.host["node_chance_probs"]
+    children = _np(game.node_children)
+    chance = player == CHANCE
+    np.testing.assert_allclose(probs[chance].sum(axis=1), 1.0, atol=1e-12)
+    # probabilities sit exactly on existing children
+    assert ((probs[chance] > 0) == (children[chance] >= 0)).all()
+    assert (probs[~chance] == 0).all()
+
+
+def test_legal_masks_nonempty_and_match_tree(game):
+    mask = _np(game.legal_mask)
+    assert mask.any(axis=1).all()
+    player = _np(game.node_player)
+    inf = _np(game.node_infoset)
+    children = _np(game.node_children)
+    decision = (player == 0) | (player == 1)
+    np.testing.assert_array_equal(children[decision][:, : game.num_actions] >= 0, mask[inf[decision]])
+    np.testing.assert_array_equal(_np(game.infoset_player)[inf[decision]], player[decision])
+
+
+def test_zero_sum_and_chance_reach_sums(game):
+    player = _np(game.node_player)
+    term = player == TERMINAL
+    # the chance reach of all terminals under any fixed pure profile sums to 1:
+    # summing over all terminals counts each chance branch once per action path,
+    # so check instead that the root's chance reach is 1 and leaves are in (0, 1].
+    reach = game.meta.host["node_chance_reach"]
+    assert reach[0] == 1.0
+    assert (reach[term] > 0).all() and (reach[term] <= 1).all()
+    assert term.sum() == game.sizes["terminals"]
+
+
+def test_breadth_first_layout(game):
+    depth = _np(game.node_depth)
+    parent = _np(game.node_parent)
+    assert (np.diff(depth) >= 0).all()
+    for start, end in game.meta.node_levels:
+        assert (depth[start:end] == depth[start]).all()
+    assert parent[0] == -1 and (parent[1:] < np.arange(1, parent.size)).all()
+    assert (np.diff(parent[1:]) >= 0).all()  # children of a node are contiguous
+
+
+def test_sequence_form_level_order(game):
+    A = game.num_actions
+    parent_seq = _np(game.parent_seq)
+    player = _np(game.infoset_player)
+    empty = game.empty_sequence
+    n0 = game.meta.infosets_per_player[0]
+    assert (player[:n0] == 0).all() and (player[n0:] == 1).all()
+    for p in (0, 1):
+        levels = game.meta.infoset_levels[p]
+        for d, (start, end) in enumerate(levels):
+            ps = parent_seq[start:end]
+            assert (np.diff(ps) >= 0).all()
+            if d == 0:
+                assert (ps == empty).all()
+            else:
+                owner = ps // A
+                assert ((owner >= levels[d - 1][0]) & (owner < levels[d - 1][1])).all()
+                assert _np(game.legal_mask)[owner, ps % A].all()
+    # perfect recall: every player node's own sequence (recomputed from the tree)
+    # equals its infoset's parent sequence
+    node_player = _np(game.node_player)
+    node_inf = _np(game.node_infoset)
+    node_parent = _np(game.node_parent)
+    children = _np(game.node_children)
+    slot = np.zeros(node_player.size, dtype=np.int64)
+    h_idx, k_idx = np.nonzero(children >= 0)
+    slot[children[h_idx, k_idx]] = k_idx
+    own_seq = np.full((2, node_player.size), empty, dtype=np.int64)
+    for start, end in game.meta.node_levels[1:]:
+        nodes = np.arange(start, end)
+        par = node_parent[nodes]
+        own_seq[:, nodes] = own_seq[:, par]
+        pp = node_player[par]
+        for q in (0, 1):
+            sel = pp == q
+            own_seq[q, nodes[sel]] = node_inf[par[sel]] * A + slot[nodes[sel]]
+    idx = np.nonzero(node_player >= 0)[0]
+    np.testing.assert_array_equal(own_seq[node_player[idx], idx], parent_seq[node_inf[idx]])
+
+
+def test_sequence_form_payoffs_match_tree(game):
+    """Sum of sf payoffs equals the expected utility under 'everyone plays every action'."""
+    term = _np(game.node_player) == TERMINAL
+    total_tree = (game.meta.host["node_chance_reach"] * game.meta.host["node_utility"])[term].sum()
+    np.testing.assert_allclose(game.meta.host["sf_payoff"].sum(), total_tree, atol=1e-9)
+
+
+def test_deterministic_numbering(game):
+    again = gt.load(game.name, **game.params)
+    for a, b in zip(jax.tree_util.tree_leaves(game), jax.tree_util.tree_leaves(again)):
+        np.testing.assert_array_equal(_np(a), _np(b))
+    assert again.infoset_keys == game.infoset_keys
+    assert jax.tree_util.tree_structure(again) == jax.tree_util.tree_structure(game)
+
+
+def test_passes_through_jit_and_vmap(game):
+    out = jax.jit(lambda g: g)(game)
+    assert out.meta == game.meta
+    for a, b in zip(jax.tree_util.tree_leaves(game), jax.tree_util.tree_leaves(out)):
+        np.testing.assert_array_equal(_np(a), _np(b))
+
+    def utility_sum(g, key):
+        return jnp.sum(g.node_utility) + jax.random.uniform(key) * 0
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    vals = jax.vmap(utility_sum, in_axes=(None, 0))(game, keys)
+    assert vals.shape == (2,)
+
+
+def test_repr_is_short(game):
+    r = repr(game)
+    assert r.startswith("Game(name=") and len(r) < 400
+
+
+def test_uniform_policy(game):
+    pol = _np(gt.uniform_policy(game))
+    mask = _np(game.legal_mask)
+    np.testing.assert_allclose(pol.sum(axis=1), 1.0, rtol=1e-6)
+    assert (pol[~mask] == 0).all()
+
+
+def test_unknown_game_lists_valid_names():
+    with pytest.raises(ValueError, match="kuhn_poker"):
+        gt.load("kuhn_pokr")
+
+
+def test_unknown_parameter_is_named():
+    with pytest.raises(ValueError, match="nonsense"):
+        gt.load("kuhn_poker", nonsense=3)
+
+
+class _ForgetfulRules(Rules):
+    """P1 moves twice and forgets its first move: not perfect recall."""
+
+    name = "forgetful"
+    num_actions = 2
+
+    def initial_state(self):
+        return ()
+
+    def current_player(self, s):
+        return TERMINAL if len(s) == 2 else 0
+
+    def legal_actions(self, s):
+        return (0, 1)
+
+    def apply(self, s, a):
+        return s + (a,)
+
+    def returns(self, s):
+        return (float(s[0] == s[1]), -float(s[0] == s[1]))
+
+    def information_state(self, s, player):
+        return f"move{len(s)}"
+
+
+def test_imperfect_recall_keys_are_refused():
+    with pytest.raises(ValueError, match="perfect recall"):
+        gt.compile(_ForgetfulRules())
+
+
+def test_history_limit_refuses_before_walking():
+    class Big(_ForgetfulRules):
+        def estimated_histories(self):
+            return 10**12
+
+    with pytest.raises(gt.GameTooLargeError, match="GiB"):
+        gt.compile(Big())
