@@ -1,0 +1,163 @@
+"""Exact evaluation: expected value, counterfactual values, best response,
+NashConv and exploitability.
+
+All functions are pure and jittable, take the game as an argument and one
+``[I, A]`` policy profile (both players' rows); ``jax.vmap`` them over a batch
+of policies::
+
+    jax.vmap(jaxcfr.exploitability, in_axes=(None, 0))(game, policies)  # [B]
+
+Conventions (OpenSpiel's): ``nash_conv = sum_p (BR_p value - value_p)``, which in a
+zero-sum game is ``BR_0(sigma_1) + BR_1(sigma_0)``; ``exploitability = nash_conv / 2``.
+The best response is the counterfactual best response (it maximizes the
+counterfactual value at every infoset, reached or not).
+
+Policy hygiene: called on concrete arrays (outside jit) the public functions
+validate the policy and raise ``ValueError`` on bad input (see
+:func:`validate_policy`). Inside jit they cannot raise; they renormalize over
+legal actions (illegal mass is dropped, an all-zero row becomes uniform).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from jaxcfr import _sequence_form as sf
+
+DEFAULT_ATOL = 1e-5
+
+
+def validate_policy(game: Game, policy, *, atol: float = DEFAULT_ATOL) -> None:
+    """Raise ``ValueError`` unless ``policy`` is a valid ``[I, A]`` profile of ``game``.
+
+    Checks: shape ``[I, A]``, finite, no negative entry (below ``-atol``), no mass
+    above ``atol`` on an illegal action, and every row sums to 1 within ``atol``.
+    """
+    shape = (game.num_infosets, game.num_actions)
+    if isinstance(policy, jax.core.Tracer):
+        if tuple(policy.shape) != shape:
+            raise ValueError(f"policy has shape {tuple(policy.shape)}, expected {shape} for {game.name}")
+        return
+    p = np.asarray(policy, dtype=np.float64)
+    if p.shape != shape:
+        raise ValueError(f"policy has shape {p.shape}, expected [I, A] = {shape} for {game.name}")
+    if not np.isfinite(p).all():
+        raise ValueError("policy has non-finite entries")
+    if (p < -atol).any():
+        i, a = np.argwhere(p < -atol)[0]
+        raise ValueError(f"policy has a negative entry {p[i, a]:.3g} at infoset {i}, action {a}")
+    mask = game.meta.host["legal_mask"]
+    illegal = np.where(mask, 0.0, np.abs(p))
+    if (illegal > atol).any():
+        i, a = np.argwhere(illegal > atol)[0]
+        raise ValueError(
+            f"policy puts mass {p[i, a]:.3g} on illegal action {a} at infoset {i} "
+            f"({game.infoset_keys[i]!r})"
+        )
+    sums = np.where(mask, p, 0.0).sum(axis=1)
+    bad = np.abs(sums - 1.0) > atol
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"policy row {i} ({game.infoset_keys[i]!r}) sums to {sums[i]:.6g} over legal "
+            f"actions, not 1 (atol={atol})"
+        )
+
+
+def _prepare(game: Game, policy) -> jax.Array:
+    validate_policy(game, policy)
+    policy = jnp.asarray(policy)
+    if not jnp.issubdtype(policy.dtype, jnp.floating):
+        policy = policy.astype(game.sf_payoff.dtype)
+    return sf.normalize_policy(game, policy)
+
+
+def _check_player(player: int) -> int:
+    if player not in (0, 1):
+        raise ValueError(f"player must be 0 or 1, got {player!r}")
+    return player
+
+
+def expected_value(game: Game, policy) -> jax.Array:
+    """Expected utility of both players, ``[2]``, under the profile ``policy`` ``[I, A]``."""
+    policy = _prepare(game, policy)
+    x = sf.realization_plan(game, policy)
+    v0 = jnp.sum(x[game.sf_seq0] * x[game.sf_seq1] * game.sf_payoff.astype(x.dtype))
+    return jnp.stack([v0, -v0])
+
+
+class CounterfactualValues(NamedTuple):
+    """Per infoset-action counterfactual values for one player.
+
+    values: [I, A] v(i, a) under the policy (rows of the other player are zero).
+    infoset_values: [I] sum_a policy(i, a) v(i, a).
+    best_response_values: [I, A] CBV(i, a): counterfactual value of taking a at i,
+      then playing the counterfactual best response below.
+    best_response_infoset_values: [I] CBV(i) = max_a CBV(i, a).
+    """
+
+    values: jax.Array
+    infoset_values: jax.Array
+    best_response_values: jax.Array
+    best_response_infoset_values: jax.Array
+
+
+def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValues:
+    """Counterfactual values of ``player``'s infoset-action pairs (weighted by the
+    opponent's and chance's reach only), and the counterfactual best-response values."""
+    player = _check_player(player)
+    policy = _prepare(game, policy)
+    g = sf.terminal_values(game, sf.realization_plan(game, policy), player)
+    pol = sf.bottom_up(game, g, player, policy, sf.combine_policy)
+    br = sf.bottom_up(game, g, player, policy, sf.combine_max)
+    return CounterfactualValues(pol.action_values, pol.infoset_values, br.action_values, br.infoset_values)
+
+
+def _best_response(game: Game, policy: jax.Array, player: int):
+    g = sf.terminal_values(game, sf.realization_plan(game, policy), player)
+    return sf.bottom_up(game, g, player, policy, sf.combine_max)
+
+
+def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array]:
+    """Best response of ``player`` to the other player's part of ``policy``.
+
+    Returns:
+      (br_policy, value): ``br_policy`` is ``[I, A]``, one-hot (first maximizing legal
+      action) on ``player``'s infosets and equal to ``policy`` on the opponent's, so it
+      is the profile (BR, sigma_{-p}); ``value`` is the best-response value (scalar).
+    """
+    player = _check_player(player)
+    policy = _prepare(game, policy)
+    res = _best_response(game, policy, player)
+    masked = jnp.where(game.legal_mask, res.action_values, sf.NEG_INF)
+    onehot = jax.nn.one_hot(jnp.argmax(masked, axis=-1), game.num_actions, dtype=policy.dtype)
+    mine = (game.infoset_player == player)[:, None]
+    return jnp.where(mine, onehot, policy), res.root_value
+
+
+def best_response_values(game: Game, policy) -> jax.Array:
+    """``[2]``: each player's best-response value against the other's policy."""
+    policy = _prepare(game, policy)
+    x = sf.realization_plan(game, policy)
+    return jnp.stack(
+        [
+            sf.bottom_up(game, sf.terminal_values(game, x, p), p, policy, sf.combine_max).root_value
+            for p in (0, 1)
+        ]
+    )
+
+
+def nash_conv(game: Game, policy) -> jax.Array:
+    """NashConv: sum over players of the best-response gain; ``0`` exactly at a Nash
+    equilibrium. In a zero-sum game, ``BR_0(sigma_1) + BR_1(sigma_0)``."""
+    return jnp.sum(best_response_values(game, policy))
+
+
+def exploitability(game: Game, policy) -> jax.Array:
+    """``nash_conv / 2`` (OpenSpiel's ``exploitability``): the mean best-response gain."""
+    return nash_conv(game, policy) / 2
