@@ -1,0 +1,1 @@
+"""Experiments: size tables, benchmarks, convergence studies (``python -m experiments --help``)."""
