@@ -1,0 +1,82 @@
+"""The solver interface shared by every algorithm, and small pure pieces.
+
+Every algorithm is a lower-case factory (``cfr()``, ``outcome_sampling(epsilon=0.6)``)
+returning a :class:`Solver`, which unpacks as the ``(init, update)`` pair::
+
+    init, update = jaxcfr.cfr_plus()
+    state = init(game)
+    state = jax.jit(update)(game, state)            # deterministic solvers
+    init, update = jaxcfr.outcome_sampling()
+    state = jax.jit(update)(game, state, key)       # sampling solvers consume a key
+
+State is a NamedTuple of fixed-shape arrays holding at least ``regrets`` [I, A],
+``strategy_sum`` [I, A] and ``iteration`` (int32 scalar), so
+:func:`average_policy` and :func:`current_policy` work on every solver's state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from games_tensor import Game
+
+
+@dataclasses.dataclass(frozen=True)
+class Solver:
+    """An ``(init, update)`` pair with a name and its hyper-parameters.
+
+    init: ``init(game) -> state``.
+    update: ``update(game, state) -> state``, or ``update(game, state, key) -> state``
+      when ``needs_key`` (sampling algorithms).
+    """
+
+    init: Callable[..., Any]
+    update: Callable[..., Any]
+    name: str
+    needs_key: bool = False
+    hyperparams: tuple[tuple[str, Any], ...] = ()
+
+    def __iter__(self):
+        return iter((self.init, self.update))
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.hyperparams)
+        return f"{self.name}({args})"
+
+
+def regret_matching(regrets: jax.Array, legal_mask: jax.Array) -> jax.Array:
+    """sigma(I, a) = R+(I, a) / sum_a' R+(I, a'), uniform over legal actions when the sum is 0.
+
+    ``[..., A] -> [..., A]``; illegal actions get 0.
+    """
+    pos = jnp.where(legal_mask, jnp.maximum(regrets, 0.0), 0.0)
+    total = jnp.sum(pos, axis=-1, keepdims=True)
+    uniform = legal_mask / jnp.sum(legal_mask, axis=-1, keepdims=True)
+    return jnp.where(total > 0, pos / jnp.where(total > 0, total, 1.0), uniform).astype(regrets.dtype)
+
+
+def normalize_rows(weights: jax.Array, legal_mask: jax.Array) -> jax.Array:
+    """Rows of nonnegative weights -> distributions over legal actions (uniform if all 0)."""
+    w = jnp.where(legal_mask, weights, 0.0)
+    total = jnp.sum(w, axis=-1, keepdims=True)
+    uniform = legal_mask / jnp.sum(legal_mask, axis=-1, keepdims=True)
+    return jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), uniform).astype(weights.dtype)
+
+
+def average_policy(game: Game, state) -> jax.Array:
+    """The average policy ``[I, A]`` (normalized ``strategy_sum``) of any solver's state."""
+    return normalize_rows(state.strategy_sum, game.legal_mask)
+
+
+def current_policy(game: Game, state) -> jax.Array:
+    """The current policy ``[I, A]`` of any solver's state (regret matching on
+    ``regrets``, plus the prediction for predictive solvers)."""
+    regrets = state.regrets
+    prediction = getattr(state, "prediction", None)
+    if prediction is not None:
+        regrets = regrets + prediction
+    return regret_matching(regrets, game.legal_mask)
