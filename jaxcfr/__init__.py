@@ -34,3 +34,24 @@ __all__ = [
     "solve_lp",
     "validate_policy",
 ]
+
+from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
+from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
+
+__all__ += [
+    "CFRState",
+    "Solver",
+    "average_policy",
+    "cfr",
+    "cfr_plus",
+    "current_policy",
+    "dcfr",
+    "linear_cfr",
+    "make_cfr_solver",
+    "pcfr_plus",
+    "regret_matching",
+]
+
+from jaxcfr._runner import RunResult, run
+
+__all__ += ["RunResult", "run"]

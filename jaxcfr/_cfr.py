@@ -1,0 +1,250 @@
+"""The full-width CFR family as pure functions over the sequence form.
+
+One iteration t (1-based) for update player p, with current profile sigma^t:
+
+  r^t(I, a) = v_p(I, a) - v_p(I)                   counterfactual regret (CFR, Zinkevich
+                                                   et al. 2007; ALGORITHMS.md 2.1-2.2)
+  R^t = regret_update(R^{t-1}, r^t, t)             the regret transform:
+        vanilla / linear averaging:  R + r
+        RM+ (CFR+, Tammelin 2014):   max(R + r, 0)
+        discounted (DCFR, Brown & Sandholm 2019): (R + r) * (t^a / (t^a + 1) if R + r > 0
+                                                   else t^b / (t^b + 1))
+  S^t = (S^{t-1} + w(t) pi_p(I) sigma^t(I, a)) * d(t)   the averaging weight:
+        uniform w = 1; linear w = t (CFR+); quadratic w = t^2 (PCFR+); DCFR d = (t/(t+1))^g
+  sigma^{t+1} = RM(R^t [+ m^{t+1}])                regret matching; predictive CFR+ (Farina,
+                                                   Kroer, Sandholm 2021) adds the prediction
+                                                   m^{t+1} = r^t (the last instantaneous regret)
+
+Alternating updates (the default, as in OpenSpiel) update P1 then P2 within an
+iteration, P2 seeing P1's new policy; ``alternating=False`` updates both from the
+same profile. Regret matching is masked to legal actions with a uniform fallback.
+Shapes: regrets, strategy sums and predictions are ``[I, A]``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from jaxcfr import _sequence_form as sf
+from jaxcfr._solver import Solver, regret_matching
+
+
+class CFRState(NamedTuple):
+    """regrets [I, A] cumulative (transformed) regrets; strategy_sum [I, A] weighted sum
+    of own-reach * policy; prediction [I, A] last instantaneous regrets (used only by
+    predictive variants, zeros otherwise); iteration int32 scalar (completed iterations)."""
+
+    regrets: jax.Array
+    strategy_sum: jax.Array
+    prediction: jax.Array
+    iteration: jax.Array
+
+
+RegretUpdate = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+AveragingWeight = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
+
+
+# ---------------------------------------------------------------- regret transforms
+def regret_sum(regrets, inst, t):
+    """Vanilla: R + r."""
+    del t
+    return regrets + inst
+
+
+def regret_plus(regrets, inst, t):
+    """Regret-matching+ floor: max(R + r, 0)."""
+    del t
+    return jnp.maximum(regrets + inst, 0.0)
+
+
+def regret_discounted(alpha, beta) -> RegretUpdate:
+    """DCFR: (R + r) scaled by t^alpha/(t^alpha+1) where positive, t^beta/(t^beta+1) otherwise."""
+
+    def update(regrets, inst, t):
+        r = regrets + inst
+        tf = t.astype(r.dtype)
+        pos = tf**alpha / (tf**alpha + 1.0)
+        neg = tf**beta / (tf**beta + 1.0)
+        return r * jnp.where(r > 0, pos, neg)
+
+    return update
+
+
+# ---------------------------------------------------------------- averaging weights
+def weight_power(power) -> AveragingWeight:
+    """Contribution weight w(t) = t^power (0: uniform, 1: linear, 2: quadratic); no decay."""
+
+    def weight(t):
+        tf = t.astype(jnp.result_type(float))
+        return tf**power, jnp.ones_like(tf)
+
+    return weight
+
+
+def weight_discounted(gamma) -> AveragingWeight:
+    """DCFR: contributions weighted 1, the sum then scaled by (t / (t + 1))^gamma."""
+
+    def weight(t):
+        tf = t.astype(jnp.result_type(float))
+        return jnp.ones_like(tf), (tf / (tf + 1.0)) ** gamma
+
+    return weight
+
+
+# ---------------------------------------------------------------- the iteration
+def _policy(game: Game, regrets, prediction, predictive: bool):
+    return regret_matching(regrets + prediction if predictive else regrets, game.legal_mask)
+
+
+def _player_update(game, policy, plan, player, state_rows, t, regret_update, weight, predictive):
+    """Update one player's rows of (regrets, strategy_sum, prediction) from ``policy``."""
+    regrets, ssum, pred = state_rows
+    sl = game.player_slice(player)
+    g = sf.terminal_values(game, plan, player)
+    bu = sf.bottom_up(game, g, player, policy, sf.combine_policy)
+    mask = game.legal_mask[sl]
+    inst = jnp.where(mask, bu.action_values[sl] - bu.infoset_values[sl][:, None], 0.0)
+    own_reach = plan[game.parent_seq[sl]]
+    w, decay = weight(t)
+    new_regrets = jnp.where(mask, regret_update(regrets[sl], inst, t), 0.0)
+    new_ssum = (ssum[sl] + (w * own_reach)[:, None] * policy[sl]) * decay
+    regrets = regrets.at[sl].set(new_regrets.astype(regrets.dtype))
+    ssum = ssum.at[sl].set(new_ssum.astype(ssum.dtype))
+    if predictive:
+        pred = pred.at[sl].set(inst.astype(pred.dtype))
+    return regrets, ssum, pred
+
+
+def make_cfr_solver(
+    name: str,
+    regret_update: RegretUpdate,
+    weight: AveragingWeight,
+    *,
+    alternating: bool = True,
+    predictive: bool = False,
+    hyperparams: tuple = (),
+) -> Solver:
+    """Assemble a full-width CFR variant from its pieces (see the module docstring)."""
+
+    def init(game: Game, key=None, *, scale: float = 0.0) -> CFRState:
+        """Zero regrets (uniform first policy), or uniform random regrets in [0, scale)
+        drawn from ``key`` when ``scale > 0`` (for seed studies of deterministic solvers)."""
+        shape = (game.num_infosets, game.num_actions)
+        dtype = game.sf_payoff.dtype
+        regrets = jnp.zeros(shape, dtype)
+        if key is not None and scale > 0:
+            regrets = jnp.where(game.legal_mask, jax.random.uniform(key, shape, dtype) * scale, 0.0)
+        zeros = jnp.zeros(shape, dtype)
+        return CFRState(regrets, zeros, zeros, jnp.zeros((), jnp.int32))
+
+    def update(game: Game, state: CFRState) -> CFRState:
+        t = state.iteration + 1
+        rows = (state.regrets, state.strategy_sum, state.prediction)
+        if alternating:
+            for player in (0, 1):
+                policy = _policy(game, rows[0], rows[2], predictive)
+                plan = sf.realization_plan(game, policy)
+                rows = _player_update(game, policy, plan, player, rows, t, regret_update, weight, predictive)
+        else:
+            policy = _policy(game, rows[0], rows[2], predictive)
+            plan = sf.realization_plan(game, policy)
+            for player in (0, 1):
+                rows = _player_update(game, policy, plan, player, rows, t, regret_update, weight, predictive)
+        return CFRState(rows[0], rows[1], rows[2], t)
+
+    return Solver(init=init, update=update, name=name, needs_key=False, hyperparams=hyperparams)
+
+
+def _concrete(value):
+    """Python float of a concrete scalar array; tracers and other values pass through."""
+    if isinstance(value, (jax.Array, np.ndarray)) and not isinstance(value, jax.core.Tracer):
+        if np.ndim(value) == 0:
+            return float(value)
+    return value
+
+
+def _check_hyper(name: str, value, lo: float = 0.0) -> None:
+    value = _concrete(value)
+    if isinstance(value, jax.core.Tracer):
+        return  # traced inside a vmap over a hyper-parameter grid: cannot check
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= lo:
+        raise ValueError(f"{name} must be a number >= {lo}, got {value!r}")
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def cfr(alternating: bool = True) -> Solver:
+    """Vanilla CFR (Zinkevich et al. 2007): regret matching, uniform averaging.
+
+    Args:
+      alternating: update P1 then P2 each iteration (OpenSpiel's default); False
+        updates both players from the same profile (simultaneous updates).
+    Returns:
+      A :class:`Solver`; ``init(game) -> CFRState``, ``update(game, state) -> CFRState``.
+
+    Example::
+
+        init, update = jaxcfr.cfr()
+        state = init(game)
+        for _ in range(100):
+            state = jax.jit(update)(game, state)
+        jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
+    """
+    _check_bool("alternating", alternating)
+    return make_cfr_solver("cfr", regret_sum, weight_power(0), alternating=alternating,
+                           hyperparams=(("alternating", alternating),))
+
+
+def cfr_plus(alternating: bool = True) -> Solver:
+    """CFR+ (Tammelin 2014): regret-matching+ (regrets floored at 0), alternating
+    updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver."""
+    _check_bool("alternating", alternating)
+    return make_cfr_solver("cfr_plus", regret_plus, weight_power(1), alternating=alternating,
+                           hyperparams=(("alternating", alternating),))
+
+
+def linear_cfr(alternating: bool = True) -> Solver:
+    """Linear CFR (Brown & Sandholm 2019): iteration t's regrets and average-strategy
+    contributions weighted by t; identical to ``dcfr(alpha=1, beta=1, gamma=1)``."""
+    _check_bool("alternating", alternating)
+    return make_cfr_solver("linear_cfr", regret_discounted(1.0, 1.0), weight_discounted(1.0),
+                           alternating=alternating, hyperparams=(("alternating", alternating),))
+
+
+def dcfr(alpha=1.5, beta=0.0, gamma=2.0, alternating: bool = True) -> Solver:
+    """Discounted CFR (Brown & Sandholm 2019). Each iteration t, positive cumulative
+    regrets are scaled by t^alpha/(t^alpha+1), negative ones by t^beta/(t^beta+1), and
+    the average-strategy sum by (t/(t+1))^gamma. Defaults are the paper's (1.5, 0, 2).
+
+    ``alpha``, ``beta``, ``gamma`` may be traced values, so a grid of them can be
+    ``jax.vmap``-ed (see ``jaxcfr.run(..., hparams=...)``).
+    """
+    _check_hyper("alpha", alpha)
+    _check_hyper("gamma", gamma)
+    b = _concrete(beta)
+    if not isinstance(b, jax.core.Tracer) and (not isinstance(b, (int, float)) or isinstance(b, bool)):
+        raise ValueError(f"beta must be a number, got {beta!r}")
+    _check_bool("alternating", alternating)
+    return make_cfr_solver("dcfr", regret_discounted(alpha, beta), weight_discounted(gamma),
+                           alternating=alternating,
+                           hyperparams=(("alpha", alpha), ("beta", beta), ("gamma", gamma),
+                                        ("alternating", alternating)))
+
+
+def pcfr_plus(alternating: bool = True, averaging_power=2) -> Solver:
+    """Predictive CFR+ (Farina, Kroer & Sandholm 2021): RM+ regrets, current policy
+    RM+(R + m) with the prediction m = last instantaneous regret; average weighted by
+    t^averaging_power (2 = quadratic averaging, the paper's choice)."""
+    _check_bool("alternating", alternating)
+    _check_hyper("averaging_power", averaging_power)
+    return make_cfr_solver("pcfr_plus", regret_plus, weight_power(averaging_power),
+                           alternating=alternating, predictive=True,
+                           hyperparams=(("alternating", alternating), ("averaging_power", averaging_power)))
