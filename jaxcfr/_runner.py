@@ -103,6 +103,7 @@ def run(
     devices=None,
     progress: Callable[[int, int, float], None] | bool | None = None,
     state=None,
+    on_chunk: Callable[[int, np.ndarray, Any], None] | None = None,
 ) -> RunResult:
     """Run ``solver`` on ``game`` for a batch of seeds, evaluating every ``eval_every``.
 
@@ -124,6 +125,8 @@ def run(
       progress: ``True`` for a tqdm bar, or ``fn(iterations_done, total, seconds)``.
       state: resume from this batched state (e.g. ``previous.state``); iteration
         counting continues from it.
+      on_chunk: ``fn(iteration, nash_conv [B], state)`` called after every chunk (for
+        checkpoints: a run resumed from a saved state gives identical numbers).
 
     Returns:
       :class:`RunResult` with NumPy curves.
@@ -214,6 +217,8 @@ def run(
         iterations.append(start_iter + done)
         curves.append(nc)
         walls.append(time.perf_counter() - t_start)
+        if on_chunk is not None:
+            on_chunk(start_iter + done, nc, state)
         if bar is not None:
             bar.update(length)
             bar.set_postfix(nash_conv=f"{np.median(nc):.3g}")
