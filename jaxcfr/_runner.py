@@ -104,6 +104,7 @@ def run(
     progress: Callable[[int, int, float], None] | bool | None = None,
     state=None,
     on_chunk: Callable[[int, np.ndarray, Any], None] | None = None,
+    target_exploitability: float | None = None,
 ) -> RunResult:
     """Run ``solver`` on ``game`` for a batch of seeds, evaluating every ``eval_every``.
 
@@ -125,6 +126,8 @@ def run(
       progress: ``True`` for a tqdm bar, or ``fn(iterations_done, total, seconds)``.
       state: resume from this batched state (e.g. ``previous.state``); iteration
         counting continues from it.
+      target_exploitability: stop after the first chunk at which every run's
+        exploitability (NashConv / 2) is at or below this value.
       on_chunk: ``fn(iteration, nash_conv [B], state)`` called after every chunk (for
         checkpoints: a run resumed from a saved state gives identical numbers).
 
@@ -224,6 +227,8 @@ def run(
             bar.set_postfix(nash_conv=f"{np.median(nc):.3g}")
         elif callable(progress):
             progress(done, num_iterations, walls[-1])
+        if target_exploitability is not None and np.all(nc / 2 <= target_exploitability):
+            break
     if bar is not None:
         bar.close()
     nash = np.stack(curves, axis=-1)  # [B, E]

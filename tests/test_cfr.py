@@ -1,0 +1,195 @@
+"""Full-width CFR family: hand-derived iterates, OpenSpiel parity, convergence, runner."""
+
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games_tensor as gt
+import jaxcfr
+
+ALGORITHMS = ["cfr", "cfr_plus", "linear_cfr", "dcfr", "pcfr_plus"]
+
+
+def test_kuhn_two_simultaneous_iterations_by_hand(x64):
+    """Average policy after two simultaneous vanilla CFR iterations from uniform.
+
+    Derivation (P1 = player 0, cf. values weighted by chance 1/6 and opponent reach):
+    iteration-1 regrets favour bet at every P1 root infoset (r = +1/8), fold at J|pb and
+    call at Q|pb, K|pb; P2 bets after a pass with every card (r = +1/24), and after a bet
+    folds J, calls Q and K. So sigma^2 is pure. Averages weight sigma^t by own reach:
+    P1 roots and all P2 infosets have reach 1 both times -> (uniform + sigma^2) / 2; P1's
+    pb infosets have reach 1/2 then 0 (sigma^2 always bets) -> uniform.
+    """
+    game = gt.load("kuhn_poker")
+    init, update = jaxcfr.cfr(alternating=False)
+    state = init(game)
+    step = jax.jit(update)
+    state = step(game, step(game, state))
+    avg = np.asarray(jaxcfr.average_policy(game, state))
+    expected_bet = {
+        "P0 card:J | ": 0.75, "P0 card:Q | ": 0.75, "P0 card:K | ": 0.75,
+        "P0 card:J | pb": 0.5, "P0 card:Q | pb": 0.5, "P0 card:K | pb": 0.5,
+        "P1 card:J | p": 0.75, "P1 card:Q | p": 0.75, "P1 card:K | p": 0.75,
+        "P1 card:J | b": 0.25, "P1 card:Q | b": 0.75, "P1 card:K | b": 0.75,
+    }
+    for i, key in enumerate(game.infoset_keys):
+        np.testing.assert_allclose(avg[i], [1 - expected_bet[key], expected_bet[key]], atol=1e-12, err_msg=key)
+    assert int(state.iteration) == 2
+
+
+pyspiel = pytest.importorskip("pyspiel")
+
+
+@pytest.mark.parametrize(
+    "game_name,checkpoints",
+    [("kuhn_poker", (10, 100, 1000)), ("leduc_poker", (100,))],
+)
+@pytest.mark.parametrize("algorithm", ["cfr", "cfr_plus"])
+def test_matches_openspiel_cpp(x64, game_name, checkpoints, algorithm):
+    game = gt.load(game_name)
+    os_game = pyspiel.load_game(game_name)
+    os_solver = {"cfr": pyspiel.CFRSolver, "cfr_plus": pyspiel.CFRPlusSolver}[algorithm](os_game)
+    init, update = getattr(jaxcfr, algorithm)()
+    state = init(game)
+    step = jax.jit(update)
+    for it in range(1, max(checkpoints) + 1):
+        state = step(game, state)
+        os_solver.evaluate_and_update_policy()
+        if it in checkpoints:
+            ours = float(jaxcfr.exploitability(game, jaxcfr.average_policy(game, state)))
+            ref = pyspiel.exploitability(os_game, os_solver.average_policy())
+            assert abs(ours - ref) < 1e-6, (it, ours, ref)
+
+
+# Iteration budgets to reach exploitability 1e-3 (measured with
+# `python -m experiments.cfr_budget`; the larger games of GAMES.md are in that study).
+# float64: vanilla CFR on biased RPS needs ~1e6 iterations, where float32 sums stall.
+BUDGETS = {
+    ("kuhn_poker", ()): 5_000,
+    ("leduc_poker", (("suits", False),)): 50_000,
+    ("ii_goofspiel", (("num_cards", 4),)): 10_000,
+    ("nonlocality", ()): 5_000,
+    ("biased_rps", ()): 1_500_000,
+    ("die_roll_poker", ()): 20_000,
+}
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("case", sorted(BUDGETS), ids=lambda c: c[0] + "".join(f"-{v}" for _, v in c[1]))
+def test_converges_below_1e_3(x64, case, algorithm):
+    name, params = case
+    game = gt.load(name, **dict(params))
+    budget = BUDGETS[case]
+    eval_every = max(500, budget // 40)
+    res = jaxcfr.run(getattr(jaxcfr, algorithm)(), game, budget, eval_every, target_exploitability=1e-3)
+    assert res.exploitability[0, -1] <= 1e-3, (res.iterations[-1], res.exploitability[0, -1])
+    value = float(jaxcfr.expected_value(game, jaxcfr.average_policy(game, jax.tree.map(lambda x: x[0], res.state)))[0])
+    lp = jaxcfr.solve_lp(game).value
+    # |u(avg) - v*| <= exploitability-bound: each player's gain is at most NashConv
+    assert abs(value - lp) <= 2 * 1e-3 + 1e-5
+
+
+def test_update_compiles_once():
+    game = gt.load("kuhn_poker")
+    traces = []
+    init, update = jaxcfr.cfr_plus()
+
+    def counted(g, s):
+        traces.append(1)
+        return update(g, s)
+
+    step = jax.jit(counted)
+    state = step(game, init(game))
+    state = step(game, state)
+    state = step(gt.load("kuhn_poker"), state)  # a fresh compile of the same game too
+    assert len(traces) == 1
+
+
+def test_seed_curve_independent_of_batch():
+    game = gt.load("kuhn_poker")
+    key = jax.random.PRNGKey(3)
+    big = jaxcfr.run(jaxcfr.cfr(), game, 40, 20, key=key, num_seeds=4, init_scale=1.0)
+    small = jaxcfr.run(jaxcfr.cfr(), game, 40, 20, key=key, num_seeds=2, init_scale=1.0)
+    np.testing.assert_array_equal(big.nash_conv[:2], small.nash_conv)
+    assert not np.allclose(big.nash_conv[0], big.nash_conv[1])  # seeds differ
+
+
+def test_hyperparameter_grid_matches_individual_runs():
+    game = gt.load("kuhn_poker")
+    alphas = jnp.array([1.0, 2.0])
+    grid = jaxcfr.run(jaxcfr.dcfr, game, 30, 10, hparams={"alpha": alphas})
+    assert grid.nash_conv.shape == (2, 1, 3)
+    for i, a in enumerate([1.0, 2.0]):
+        single = jaxcfr.run(jaxcfr.dcfr(alpha=a), game, 30, 10)
+        np.testing.assert_allclose(grid.nash_conv[i], single.nash_conv, rtol=1e-5)
+
+
+def test_resume_from_state_is_identical():
+    game = gt.load("leduc_poker", suits=False)
+    whole = jaxcfr.run(jaxcfr.cfr_plus(), game, 40, 10, num_seeds=2, init_scale=0.5)
+    first = jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10, num_seeds=2, init_scale=0.5)
+    rest = jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10, num_seeds=2, init_scale=0.5, state=first.state)
+    np.testing.assert_array_equal(np.concatenate([first.nash_conv, rest.nash_conv], -1), whole.nash_conv)
+    np.testing.assert_array_equal(rest.iterations, [30, 40])
+
+
+def test_current_policy_is_regret_matching():
+    game = gt.load("kuhn_poker")
+    init, update = jaxcfr.cfr()
+    state = update(game, init(game))
+    pol = np.asarray(jaxcfr.current_policy(game, state))
+    reg = np.maximum(np.asarray(state.regrets), 0)
+    for i in range(game.num_infosets):
+        if reg[i].sum() > 0:
+            np.testing.assert_allclose(pol[i], reg[i] / reg[i].sum(), rtol=1e-6)
+        else:
+            np.testing.assert_allclose(pol[i], [0.5, 0.5])
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: jaxcfr.dcfr(alpha=-1.0), "alpha"),
+        (lambda: jaxcfr.dcfr(gamma="x"), "gamma"),
+        (lambda: jaxcfr.cfr(alternating="yes"), "alternating"),
+        (lambda: jaxcfr.run(jaxcfr.cfr(), gt.load("kuhn_poker"), 10, 0), "eval_every"),
+        (lambda: jaxcfr.run(jaxcfr.cfr(), gt.load("kuhn_poker"), 0, 1), "num_iterations"),
+        (lambda: jaxcfr.run(jaxcfr.dcfr, gt.load("kuhn_poker"), 10, 5, hparams={"alpha": jnp.array([1.0, -2.0])}), "alpha"),
+        (lambda: jaxcfr.run(jaxcfr.dcfr, gt.load("kuhn_poker"), 10, 5, hparams={"alpah": jnp.array([1.0])}), "alpah"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_unknown_option_name():
+    with pytest.raises(TypeError, match="nonsense"):
+        jaxcfr.cfr_plus(nonsense=1)
+
+
+def test_sharded_run_matches_unsharded(tmp_path):
+    """Shard the seed axis over 4 forced host devices in a subprocess."""
+    code = textwrap.dedent(
+        """
+        import jax, numpy as np, games_tensor as gt, jaxcfr
+        assert len(jax.devices()) == 4
+        game = gt.load("kuhn_poker")
+        r = jaxcfr.run(jaxcfr.cfr_plus(), game, 30, 10, num_seeds=8, init_scale=1.0)
+        assert len(r.state.regrets.sharding.device_set) == 4
+        np.save(%r, r.nash_conv)
+        """
+        % str(tmp_path / "sharded.npy")
+    )
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    import os
+
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **env})
+    sharded = np.load(tmp_path / "sharded.npy")
+    plain = jaxcfr.run(jaxcfr.cfr_plus(), gt.load("kuhn_poker"), 30, 10, num_seeds=8, init_scale=1.0)
+    np.testing.assert_allclose(sharded, plain.nash_conv, rtol=1e-6, atol=1e-7)
