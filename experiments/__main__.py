@@ -1,7 +1,8 @@
 """Command-line entry: ``python -m experiments <command> [options]``.
 
 Commands:
-  sizes   compile every registered game at its defaults and print the size table
+  sizes         compile every registered game at its defaults and print the size table
+  convergence   convergence-rate study: algorithms x seeds, resumable, plots and a report
 """
 
 import sys
@@ -9,7 +10,7 @@ import sys
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"sizes": "experiments.sizes"}
+    commands = {"sizes": "experiments.sizes", "convergence": "experiments.convergence"}
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         print(__doc__)
         if argv and argv[0] not in ("-h", "--help"):

@@ -3,6 +3,7 @@
   compile          compile seconds and peak resident memory of every GAMES.md instance
                    (each in a fresh subprocess, so peaks do not mix)
   exploitability   batched exact exploitability vs OpenSpiel C++ in the same process
+  cfr              full-width CFR / CFR+ iterations per second vs OpenSpiel C++
 """
 
 from __future__ import annotations
@@ -60,12 +61,10 @@ def bench_compile(argv):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"compile": bench_compile}
-    try:
-        from experiments import bench_eval
+    from experiments import bench_cfr, bench_eval
 
-        commands["exploitability"] = bench_eval.main
-    except ImportError:  # pragma: no cover
-        pass
+    commands["exploitability"] = bench_eval.main
+    commands["cfr"] = bench_cfr.main
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if not argv or argv[0] in ("-h", "--help") else 2

@@ -1,0 +1,115 @@
+"""Benchmark full-width CFR: ``python -m experiments.bench cfr``.
+
+Iterations per second of ``lax.scan``-compiled CFR / CFR+ (no evaluation inside
+the timed loop), compile time separately, and batched instance-iterations/s
+(B independent runs vmapped), against OpenSpiel C++ ``CFRSolver`` /
+``CFRPlusSolver`` timed in the same process on the same game. Timings are
+best-of-3 steady-state wall clock; on shared machines compare the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+
+import games_tensor as gt
+import jaxcfr
+from experiments.catalog import GAMES_MD
+from experiments.sizes import format_table
+
+DEFAULT_GAMES = ["Kuhn", "Leduc (suits, OpenSpiel)", "Leduc (rank-only)", "GP(3,3,2,2)", "LD(1,1)", "DRP",
+                 "II-GS(6)"]
+OPENSPIEL = {"cfr": "CFRSolver", "cfr_plus": "CFRPlusSolver"}
+OS_NAMES = {"kuhn_poker": "kuhn_poker", "leduc_poker": "leduc_poker", "liars_dice": "liars_dice"}
+
+
+def _scan_fn(solver, length):
+    def many(game, state):
+        return jax.lax.scan(lambda s, _: (solver.update(game, s), None), state, None, length=length)[0]
+
+    return many
+
+
+def measure_jax(solver, game, batch, length, repeats=3):
+    init = solver.init(game)
+    if batch == 1:
+        fn = jax.jit(_scan_fn(solver, length))
+        state = init
+    else:
+        fn = jax.jit(jax.vmap(_scan_fn(solver, length), in_axes=(None, 0)))
+        state = jax.tree.map(lambda x: np.broadcast_to(x, (batch, *x.shape)), init)
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(fn(game, state))
+    first = time.perf_counter() - t0
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        state = jax.block_until_ready(fn(game, state))
+        best = min(best, time.perf_counter() - t0)
+    return first - best, batch * length / best
+
+
+def measure_openspiel(game_name, algorithm, seconds=2.0):
+    import pyspiel
+
+    os_game = pyspiel.load_game(game_name)
+    solver = getattr(pyspiel, OPENSPIEL[algorithm])(os_game)
+    solver.evaluate_and_update_policy()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        solver.evaluate_and_update_policy()
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench cfr", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", default=";".join(DEFAULT_GAMES), help="';'-separated labels of GAMES_MD")
+    parser.add_argument("--algorithms", default="cfr,cfr_plus")
+    parser.add_argument("--batches", default="1,16,256")
+    parser.add_argument("--max-batch-elements", type=float, default=3e7,
+                        help="skip batches whose B * I * A exceeds this (memory)")
+    args = parser.parse_args(argv)
+    labels = args.games.split(";")
+    batches = [int(b) for b in args.batches.split(",")]
+    rows = []
+    for label, name, params in GAMES_MD:
+        if label not in labels:
+            continue
+        game = gt.load(name, **params)
+        size = game.num_infosets * game.num_actions
+        length = int(np.clip(2e7 / max(game.sizes["histories"], 1) / 10, 2, 2000))
+        for alg in args.algorithms.split(","):
+            solver = getattr(jaxcfr, alg)()
+            os_rate = None
+            if name in OS_NAMES and not params and alg in OPENSPIEL:
+                try:
+                    os_rate = measure_openspiel(OS_NAMES[name], alg)
+                except ImportError:
+                    pass
+            cells = []
+            compile_s = None
+            for b in batches:
+                if b * size > args.max_batch_elements:
+                    cells.append("-")
+                    continue
+                c, rate = measure_jax(solver, game, b, length)
+                compile_s = c if compile_s is None else compile_s
+                cells.append(f"{rate:,.0f}")
+                if b == 1:
+                    single = rate
+            ratio = f"{single / os_rate:,.0f}x" if os_rate else "-"
+            rows.append([label, alg, f"{compile_s:.2f}", *cells, f"{os_rate:,.0f}" if os_rate else "-", ratio])
+            print(" | ".join(map(str, rows[-1])), flush=True)
+    print()
+    print(f"device: {jax.devices()[0].platform} ({jax.devices()[0].device_kind}), float32")
+    print(format_table(["game", "algorithm", "compile s", *[f"B={b} inst-it/s" for b in batches],
+                        "OpenSpiel C++ it/s", "B=1 vs OpenSpiel"], rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""A convergence study's configuration: load (TOML or JSON), validate, resolve.
+
+A study file (``experiments/studies/default.toml`` is an example)::
+
+    game = "leduc_poker"           # any name of games_tensor.available()
+    game_params = {}               # its parameters
+    seeds = 16                     # runs per algorithm, vmapped together
+    key = 0                        # base PRNG key; seed i uses fold_in(key, i)
+    iterations = 20000             # defaults for every algorithm ...
+    eval_every = 500               # ... (exact exploitability every k iterations)
+    evaluate = "average"           # or "current" policy
+    init_scale = 0.1               # deterministic solvers: initial regrets U[0, s) per seed
+    rate_decades = 1.0             # rate = log-log slope over the last decade(s) of iterations
+    bootstrap = 1000               # bootstrap resamples (over seeds) for the rate's CI
+    confidence = 0.95
+
+    [[algorithms]]
+    name = "dcfr"
+    params = { alpha = 1.5, beta = 0.0, gamma = 2.0 }
+
+    [[algorithms]]
+    name = "outcome_sampling"
+    iterations = 400000            # per-algorithm overrides of the defaults above
+    eval_every = 20000
+    optional = true                # skipped (with a notice) if jaxcfr does not export it
+
+An entry of ``algorithms`` may also be a bare name (``algorithms = ["cfr", "dcfr"]``).
+
+Resolving fills in every default (including each solver's default parameters), so
+the resolved dictionary (``StudyConfig.to_dict``, written to ``config.json``) reruns
+the study exactly and is what decides whether an output folder holds the same study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import games_tensor as gt
+from experiments import algorithms
+from experiments.algorithms import ConfigError
+
+FORMAT_VERSION = 1
+
+DEFAULTS = {
+    "seeds": 16,
+    "key": 0,
+    "iterations": 1000,
+    "evaluate": "average",
+    "init_scale": 0.1,
+    "rate_decades": 1.0,
+    "bootstrap": 1000,
+    "confidence": 0.95,
+}
+STUDY_KEYS = {"version", "game", "game_params", "algorithms", "eval_every", *DEFAULTS}
+ALGO_KEYS = {"name", "label", "params", "iterations", "eval_every", "evaluate", "init_scale", "optional"}
+EVAL_POINTS = 50  # default eval_every = iterations // EVAL_POINTS
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmConfig:
+    """One algorithm of a study, fully resolved."""
+
+    label: str  # unique within the study; names its files
+    name: str  # jaxcfr factory name
+    params: dict[str, Any]  # every factory parameter, defaults filled in
+    iterations: int
+    eval_every: int
+    evaluate: str  # "average" | "current"
+    init_scale: float  # deterministic solvers only: initial regrets U[0, init_scale)
+
+    @property
+    def slug(self) -> str:
+        return slug(self.label)
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyConfig:
+    game: str
+    game_params: dict[str, Any]
+    algorithms: tuple[AlgorithmConfig, ...]
+    seeds: int
+    key: int
+    rate_decades: float
+    bootstrap: int
+    confidence: float
+    skipped: tuple[str, ...] = dataclasses.field(default=(), compare=False)  # optional, unavailable
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved configuration as plain JSON data (``from_dict`` reads it back)."""
+        return {
+            "version": FORMAT_VERSION,
+            "game": self.game,
+            "game_params": dict(self.game_params),
+            "seeds": self.seeds,
+            "key": self.key,
+            "rate_decades": self.rate_decades,
+            "bootstrap": self.bootstrap,
+            "confidence": self.confidence,
+            "algorithms": [dataclasses.asdict(a) for a in self.algorithms],
+        }
+
+    def algorithm(self, label: str) -> AlgorithmConfig:
+        return next(a for a in self.algorithms if a.label == label)
+
+
+def slug(label: str) -> str:
+    """A file-name-safe version of a label."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", label).strip("_") or "algorithm"
+
+
+# ---------------------------------------------------------------- value checks
+def _int(field: str, value, lo: int) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+        raise ConfigError(f"{field} must be an integer >= {lo}, got {value!r}")
+    return value
+
+
+def _float(field: str, value, lo: float, hi: float = math.inf, *, open_lo: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = (value > lo if open_lo else value >= lo) and value <= hi
+    if not ok:
+        bound = f"> {lo}" if open_lo else f">= {lo}"
+        bound += f" and <= {hi}" if hi < math.inf else ""
+        raise ConfigError(f"{field} must be a number {bound}, got {value!r}")
+    return float(value)
+
+
+def _choice(field: str, value, choices) -> str:
+    if value not in choices:
+        raise ConfigError(f"{field} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def _table(field: str, value) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{field} must be a table of name = value, got {value!r}")
+    for k, v in value.items():
+        if not isinstance(v, (bool, int, float, str, type(None))):
+            raise ConfigError(f"{field}.{k} must be a number, string, boolean or null, got {v!r}")
+    return dict(value)
+
+
+def _check_keys(where: str, raw: dict, allowed) -> None:
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {unknown} in {where}; valid keys: {', '.join(sorted(allowed))}")
+
+
+def _check_game(name, params) -> None:
+    if not isinstance(name, str):
+        raise ConfigError(f"game must be a game name (string), got {name!r}")
+    try:  # instantiating the rules checks the name and parameters without compiling
+        gt.make_rules(name, **params)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+# ---------------------------------------------------------------- resolution
+def from_dict(raw: dict[str, Any]) -> StudyConfig:
+    """Validate a study description (file contents or command-line overrides) and fill
+    in every default. Raises :class:`ConfigError` naming the offending field."""
+    if not isinstance(raw, dict):
+        raise ConfigError("a study configuration must be a table (TOML) or an object (JSON)")
+    _check_keys("the study", raw, STUDY_KEYS)
+    if raw.get("version", FORMAT_VERSION) != FORMAT_VERSION:
+        raise ConfigError(f"version must be {FORMAT_VERSION}, got {raw['version']!r}")
+    if "game" not in raw:
+        raise ConfigError(f"game is required; valid games: {', '.join(gt.available())}")
+    game_params = _table("game_params", raw.get("game_params"))
+    _check_game(raw["game"], game_params)
+    get = lambda k: raw.get(k, DEFAULTS.get(k))  # noqa: E731
+    seeds = _int("seeds", get("seeds"), 1)
+    key = _int("key", get("key"), 0)
+    rate_decades = _float("rate_decades", get("rate_decades"), 0.0, open_lo=True)
+    bootstrap = _int("bootstrap", get("bootstrap"), 1)
+    confidence = _float("confidence", get("confidence"), 0.0, 1.0, open_lo=True)
+    study_iters = _int("iterations", get("iterations"), 1)
+    study_eval = None if raw.get("eval_every") is None else _int("eval_every", raw["eval_every"], 1)
+    study_evaluate = _choice("evaluate", get("evaluate"), ("average", "current"))
+    study_scale = _float("init_scale", get("init_scale"), 0.0)
+
+    entries = raw.get("algorithms")
+    if not entries or not isinstance(entries, list):
+        raise ConfigError("algorithms must be a non-empty list; valid algorithms: "
+                          + ", ".join(algorithms.available()))
+    resolved, skipped = [], []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise ConfigError(f"algorithms[{i}] must be a name or a table with a name, got {entry!r}")
+        where = f"algorithm {entry['name']!r}"
+        _check_keys(where, entry, ALGO_KEYS)
+        name = entry["name"]
+        if entry.get("optional", False) and name not in algorithms.available():
+            skipped.append(name)
+            continue
+        given = _table(f"{where} params", entry.get("params"))
+        algorithms.build(name, given)  # raises ConfigError naming the bad value
+        params = {**algorithms.parameters(name), **given}
+        for k, v in params.items():
+            if not isinstance(v, (bool, int, float, str, type(None))):
+                raise ConfigError(f"{where}: parameter {k}={v!r} cannot be written to a config file")
+        iters = _int(f"iterations ({where})", entry.get("iterations", study_iters), 1)
+        eval_every = entry.get("eval_every", study_eval)
+        eval_every = max(1, iters // EVAL_POINTS) if eval_every is None else eval_every
+        eval_every = _int(f"eval_every ({where})", eval_every, 1)
+        if eval_every > iters:
+            raise ConfigError(f"eval_every ({where}) = {eval_every} exceeds iterations = {iters}")
+        label = entry.get("label")
+        if label is not None and (not isinstance(label, str) or not label.strip()):
+            raise ConfigError(f"label ({where}) must be a non-empty string, got {label!r}")
+        resolved.append(dict(
+            label=label, name=name, params=params, iterations=iters, eval_every=eval_every,
+            evaluate=_choice(f"evaluate ({where})", entry.get("evaluate", study_evaluate),
+                             ("average", "current")),
+            init_scale=_float(f"init_scale ({where})", entry.get("init_scale", study_scale), 0.0),
+            given=given,
+        ))
+    if not resolved:
+        raise ConfigError("no algorithm left to run (every optional algorithm is unavailable); "
+                          f"valid algorithms: {', '.join(algorithms.available())}")
+    counts = {}
+    for r in resolved:
+        counts[r["name"]] = counts.get(r["name"], 0) + 1
+    for r in resolved:  # default label: the name, plus the given parameters when repeated
+        given = r.pop("given")
+        if r["label"] is None:
+            r["label"] = r["name"]
+            if counts[r["name"]] > 1 and given:
+                r["label"] += "(" + ",".join(f"{k}={v}" for k, v in given.items()) + ")"
+    seen = {}
+    for r in resolved:
+        s = slug(r["label"])
+        if s in seen:
+            raise ConfigError(f"two algorithms share the label {r['label']!r} (file name {s!r}); "
+                              "give each a distinct label")
+        seen[s] = r["label"]
+    return StudyConfig(
+        game=raw["game"], game_params=game_params,
+        algorithms=tuple(AlgorithmConfig(**r) for r in resolved),
+        seeds=seeds, key=key, rate_decades=rate_decades, bootstrap=bootstrap,
+        confidence=confidence, skipped=tuple(skipped),
+    )
+
+
+def read_file(path: str | Path) -> dict[str, Any]:
+    """Read a study file: ``.toml`` (tomllib) or ``.json``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    text = path.read_text()
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config file {str(path)!r} is not valid JSON: {exc}") from exc
+    if path.suffix.lower() == ".toml":
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            try:
+                import tomli as tomllib
+            except ImportError as exc:
+                raise ConfigError("reading TOML needs Python 3.11+ (or tomli); use a .json file") from exc
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
+    raise ConfigError(f"config file {str(path)!r} must end in .toml or .json")
+
+
+def parse_value(text: str):
+    """A command-line value: JSON scalar (1, 0.5, true, null, "x"), Python's True/False/None,
+    or else the string itself."""
+    py = {"True": True, "False": False, "None": None}
+    if text in py:
+        return py[text]
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return value if isinstance(value, (bool, int, float, str, type(None))) else text
+
+
+def parse_assignments(text: str, sep: str, where: str) -> dict[str, Any]:
+    """``"a=1<sep>b=true"`` -> ``{"a": 1, "b": True}``."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(sep))):
+        k, eq, v = part.partition("=")
+        if not eq or not k.strip():
+            raise ConfigError(f"{where}: expected name=value, got {part!r}")
+        out[k.strip()] = parse_value(v.strip())
+    return out
+
+
+def parse_algorithms(text: str) -> list[dict[str, Any]]:
+    """``"cfr,dcfr:alpha=2:gamma=3,outcome_sampling:epsilon=0.4:iterations=100000"`` ->
+    algorithm entries. Keys named like per-algorithm settings (iterations, eval_every,
+    evaluate, init_scale, label) set those; the others are solver parameters."""
+    entries = []
+    for spec in filter(None, (s.strip() for s in text.split(","))):
+        name, _, rest = spec.partition(":")
+        assigned = parse_assignments(rest, ":", f"algorithm {name!r}")
+        entry = {"name": name.strip()}
+        params = {}
+        for k, v in assigned.items():
+            if k in ALGO_KEYS - {"name", "params", "optional"}:
+                entry[k] = v
+            else:
+                params[k] = v
+        if params:
+            entry["params"] = params
+        entries.append(entry)
+    if not entries:
+        raise ConfigError("--algorithms is empty; valid algorithms: " + ", ".join(algorithms.available()))
+    return entries
