@@ -142,7 +142,12 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
 
 def best_response_values(game: Game, policy) -> jax.Array:
     """``[2]``: each player's best-response value against the other's policy."""
-    policy = _prepare(game, policy)
+    return br_values_unchecked(game, _prepare(game, policy))
+
+
+def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
+    """``[2]`` best-response values for a policy already normalized (no host checks;
+    for use inside jitted loops such as the runner)."""
     x = sf.realization_plan(game, policy)
     return jnp.stack(
         [

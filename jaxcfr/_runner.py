@@ -34,6 +34,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from games_tensor import Game
 from jaxcfr import _sequence_form as sf
+from jaxcfr._evaluation import br_values_unchecked
 from jaxcfr._solver import Solver, average_policy, current_policy
 
 
@@ -58,12 +59,7 @@ class RunResult(NamedTuple):
 
 
 def _nash_conv_unchecked(game: Game, policy: jax.Array) -> jax.Array:
-    policy = sf.normalize_policy(game, policy)
-    x = sf.realization_plan(game, policy)
-    return sum(
-        sf.bottom_up(game, sf.terminal_values(game, x, p), p, policy, sf.combine_max).root_value
-        for p in (0, 1)
-    )
+    return jnp.sum(br_values_unchecked(game, sf.normalize_policy(game, policy)))
 
 
 def _as_factory(solver) -> Callable[..., Solver]:
