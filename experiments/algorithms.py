@@ -15,7 +15,15 @@ from typing import Any, Callable
 import jaxcfr
 
 # Looked up even if a future __init__ forgets them in __all__.
-KNOWN = ("cfr", "cfr_plus", "linear_cfr", "dcfr", "pcfr_plus", "outcome_sampling", "external_sampling")
+KNOWN = (
+    "cfr",
+    "cfr_plus",
+    "linear_cfr",
+    "dcfr",
+    "pcfr_plus",
+    "outcome_sampling",
+    "external_sampling",
+)
 
 
 class ConfigError(ValueError):
@@ -26,8 +34,10 @@ def _is_factory(name: str, obj) -> bool:
     if not inspect.isfunction(obj) or name != name.lower() or name.startswith("_"):
         return False
     sig = inspect.signature(obj)
-    if any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-           for p in sig.parameters.values()):
+    if any(
+        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in sig.parameters.values()
+    ):
         return False
     ret = sig.return_annotation
     return ret is jaxcfr.Solver or ret == "Solver" or name in KNOWN
@@ -43,8 +53,11 @@ def available() -> dict[str, Callable[..., jaxcfr.Solver]]:
 def parameters(name: str) -> dict[str, Any]:
     """The factory's parameters and their defaults."""
     factory = available()[name]
-    return {p.name: p.default for p in inspect.signature(factory).parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {
+        p.name: p.default
+        for p in inspect.signature(factory).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
 
 
 def describe() -> str:
@@ -70,8 +83,9 @@ def build(name: str, params: dict[str, Any]) -> jaxcfr.Solver:
     unknown = sorted(set(params) - set(valid))
     if unknown:
         listing = ", ".join(f"{k}={v!r}" for k, v in valid.items()) or "(none)"
-        raise ConfigError(f"unknown parameter(s) {unknown} for algorithm {name!r}; "
-                          f"valid parameters: {listing}")
+        raise ConfigError(
+            f"unknown parameter(s) {unknown} for algorithm {name!r}; valid parameters: {listing}"
+        )
     try:
         solver = algos[name](**params)
     except (ValueError, TypeError) as exc:

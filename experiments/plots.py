@@ -32,8 +32,8 @@ def plot_exploitability(series: list[Series], path: str | Path, *, xlabel: str, 
     fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    colors = [f"C{i % 10}" for i in range(len(series))]
-    for s, color in zip(series, colors):
+    for i, s in enumerate(series):
+        color = f"C{i % 10}"
         x = np.asarray(s.x, np.float64)
         keep = x > 0
         if not keep.any():
@@ -41,8 +41,15 @@ def plot_exploitability(series: list[Series], path: str | Path, *, xlabel: str, 
         q25, med, q75 = (np.maximum(q[keep], FLOOR) for q in quantile_curves(s.curves))
         label = s.label if s.complete else f"{s.label} (incomplete)"
         style = "-" if s.complete else "--"
-        ax.plot(x[keep], med, style, color=color, lw=1.8, label=label,
-                marker="o" if keep.sum() == 1 else None)
+        ax.plot(
+            x[keep],
+            med,
+            style,
+            color=color,
+            lw=1.8,
+            label=label,
+            marker="o" if keep.sum() == 1 else None,
+        )
         ax.fill_between(x[keep], q25, q75, color=color, alpha=0.2, lw=0)
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -68,8 +68,15 @@ def _slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return ((y - y.mean(axis=-1, keepdims=True)) @ xc) / (xc @ xc)
 
 
-def convergence_rate(iterations, curves, *, decades: float = 1.0, num_bootstrap: int = 1000,
-                     confidence: float = 0.95, seed: int = 0) -> Rate | None:
+def convergence_rate(
+    iterations,
+    curves,
+    *,
+    decades: float = 1.0,
+    num_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Rate | None:
     """Slope of log10 exploitability vs log10 iterations with a bootstrap CI over seeds.
 
     Args:

@@ -13,6 +13,7 @@ A study file (``experiments/studies/default.toml`` is an example)::
     rate_decades = 1.0             # rate = log-log slope over the last decade(s) of iterations
     bootstrap = 1000               # bootstrap resamples (over seeds) for the rate's CI
     confidence = 0.95
+    x64 = false                    # float64 arrays (slower; float32 floors near 1e-6)
 
     [[algorithms]]
     name = "dcfr"
@@ -55,9 +56,19 @@ DEFAULTS = {
     "rate_decades": 1.0,
     "bootstrap": 1000,
     "confidence": 0.95,
+    "x64": False,
 }
 STUDY_KEYS = {"version", "game", "game_params", "algorithms", "eval_every", *DEFAULTS}
-ALGO_KEYS = {"name", "label", "params", "iterations", "eval_every", "evaluate", "init_scale", "optional"}
+ALGO_KEYS = {
+    "name",
+    "label",
+    "params",
+    "iterations",
+    "eval_every",
+    "evaluate",
+    "init_scale",
+    "optional",
+}
 EVAL_POINTS = 50  # default eval_every = iterations // EVAL_POINTS
 
 
@@ -88,6 +99,7 @@ class StudyConfig:
     rate_decades: float
     bootstrap: int
     confidence: float
+    x64: bool
     skipped: tuple[str, ...] = dataclasses.field(default=(), compare=False)  # optional, unavailable
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +113,7 @@ class StudyConfig:
             "rate_decades": self.rate_decades,
             "bootstrap": self.bootstrap,
             "confidence": self.confidence,
+            "x64": self.x64,
             "algorithms": [dataclasses.asdict(a) for a in self.algorithms],
         }
 
@@ -153,7 +166,9 @@ def _table(field: str, value) -> dict:
 def _check_keys(where: str, raw: dict, allowed) -> None:
     unknown = sorted(set(raw) - set(allowed))
     if unknown:
-        raise ConfigError(f"unknown key(s) {unknown} in {where}; valid keys: {', '.join(sorted(allowed))}")
+        raise ConfigError(
+            f"unknown key(s) {unknown} in {where}; valid keys: {', '.join(sorted(allowed))}"
+        )
 
 
 def _check_game(name, params) -> None:
@@ -184,6 +199,9 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
     rate_decades = _float("rate_decades", get("rate_decades"), 0.0, open_lo=True)
     bootstrap = _int("bootstrap", get("bootstrap"), 1)
     confidence = _float("confidence", get("confidence"), 0.0, 1.0, open_lo=True)
+    x64 = get("x64")
+    if not isinstance(x64, bool):
+        raise ConfigError(f"x64 must be true or false, got {x64!r}")
     study_iters = _int("iterations", get("iterations"), 1)
     study_eval = None if raw.get("eval_every") is None else _int("eval_every", raw["eval_every"], 1)
     study_evaluate = _choice("evaluate", get("evaluate"), ("average", "current"))
@@ -191,14 +209,18 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
 
     entries = raw.get("algorithms")
     if not entries or not isinstance(entries, list):
-        raise ConfigError("algorithms must be a non-empty list; valid algorithms: "
-                          + ", ".join(algorithms.available()))
+        raise ConfigError(
+            "algorithms must be a non-empty list; valid algorithms: "
+            + ", ".join(algorithms.available())
+        )
     resolved, skipped = [], []
     for i, entry in enumerate(entries):
         if isinstance(entry, str):
             entry = {"name": entry}
         if not isinstance(entry, dict) or "name" not in entry:
-            raise ConfigError(f"algorithms[{i}] must be a name or a table with a name, got {entry!r}")
+            raise ConfigError(
+                f"algorithms[{i}] must be a name or a table with a name, got {entry!r}"
+            )
         where = f"algorithm {entry['name']!r}"
         _check_keys(where, entry, ALGO_KEYS)
         name = entry["name"]
@@ -210,7 +232,9 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
         params = {**algorithms.parameters(name), **given}
         for k, v in params.items():
             if not isinstance(v, (bool, int, float, str, type(None))):
-                raise ConfigError(f"{where}: parameter {k}={v!r} cannot be written to a config file")
+                raise ConfigError(
+                    f"{where}: parameter {k}={v!r} cannot be written to a config file"
+                )
         iters = _int(f"iterations ({where})", entry.get("iterations", study_iters), 1)
         eval_every = entry.get("eval_every", study_eval)
         eval_every = max(1, iters // EVAL_POINTS) if eval_every is None else eval_every
@@ -220,16 +244,29 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
         label = entry.get("label")
         if label is not None and (not isinstance(label, str) or not label.strip()):
             raise ConfigError(f"label ({where}) must be a non-empty string, got {label!r}")
-        resolved.append(dict(
-            label=label, name=name, params=params, iterations=iters, eval_every=eval_every,
-            evaluate=_choice(f"evaluate ({where})", entry.get("evaluate", study_evaluate),
-                             ("average", "current")),
-            init_scale=_float(f"init_scale ({where})", entry.get("init_scale", study_scale), 0.0),
-            given=given,
-        ))
+        resolved.append(
+            dict(
+                label=label,
+                name=name,
+                params=params,
+                iterations=iters,
+                eval_every=eval_every,
+                evaluate=_choice(
+                    f"evaluate ({where})",
+                    entry.get("evaluate", study_evaluate),
+                    ("average", "current"),
+                ),
+                init_scale=_float(
+                    f"init_scale ({where})", entry.get("init_scale", study_scale), 0.0
+                ),
+                given=given,
+            )
+        )
     if not resolved:
-        raise ConfigError("no algorithm left to run (every optional algorithm is unavailable); "
-                          f"valid algorithms: {', '.join(algorithms.available())}")
+        raise ConfigError(
+            "no algorithm left to run (every optional algorithm is unavailable); "
+            f"valid algorithms: {', '.join(algorithms.available())}"
+        )
     counts = {}
     for r in resolved:
         counts[r["name"]] = counts.get(r["name"], 0) + 1
@@ -243,14 +280,22 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
     for r in resolved:
         s = slug(r["label"])
         if s in seen:
-            raise ConfigError(f"two algorithms share the label {r['label']!r} (file name {s!r}); "
-                              "give each a distinct label")
+            raise ConfigError(
+                f"two algorithms share the label {r['label']!r} (file name {s!r}); "
+                "give each a distinct label"
+            )
         seen[s] = r["label"]
     return StudyConfig(
-        game=raw["game"], game_params=game_params,
+        game=raw["game"],
+        game_params=game_params,
         algorithms=tuple(AlgorithmConfig(**r) for r in resolved),
-        seeds=seeds, key=key, rate_decades=rate_decades, bootstrap=bootstrap,
-        confidence=confidence, skipped=tuple(skipped),
+        seeds=seeds,
+        key=key,
+        rate_decades=rate_decades,
+        bootstrap=bootstrap,
+        confidence=confidence,
+        x64=x64,
+        skipped=tuple(skipped),
     )
 
 
@@ -272,7 +317,9 @@ def read_file(path: str | Path) -> dict[str, Any]:
             try:
                 import tomli as tomllib
             except ImportError as exc:
-                raise ConfigError("reading TOML needs Python 3.11+ (or tomli); use a .json file") from exc
+                raise ConfigError(
+                    "reading TOML needs Python 3.11+ (or tomli); use a .json file"
+                ) from exc
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -323,5 +370,7 @@ def parse_algorithms(text: str) -> list[dict[str, Any]]:
             entry["params"] = params
         entries.append(entry)
     if not entries:
-        raise ConfigError("--algorithms is empty; valid algorithms: " + ", ".join(algorithms.available()))
+        raise ConfigError(
+            "--algorithms is empty; valid algorithms: " + ", ".join(algorithms.available())
+        )
     return entries
