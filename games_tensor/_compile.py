@@ -323,6 +323,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     num_terminals = int((node_player == TERMINAL).sum())
 
     host = {
+        "node_player": node_player.astype(np.int32),
+        "node_children": node_children,
+        "node_depth": node_depth.astype(np.int32),
         "legal_mask": legal_mask,
         "abstract_legal_mask": abstract_legal,
         "sf_payoff": sf_payoff,

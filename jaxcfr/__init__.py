@@ -55,3 +55,8 @@ __all__ += [
 from jaxcfr._runner import RunResult, run
 
 __all__ += ["RunResult", "run"]
+
+from jaxcfr._external_sampling import external_sampling
+from jaxcfr._outcome_sampling import outcome_sampling
+
+__all__ += ["external_sampling", "outcome_sampling"]

@@ -1,0 +1,306 @@
+"""Shared pieces of the sampling MCCFR solvers (outcome and external sampling).
+
+Both walk the compiled history tree (``games_tensor._game``: breadth-first level
+layout, ``node_children[h, k]`` the child by action ``k`` or the ``k``-th chance
+outcome) with a fixed-length loop over depth, unrolled in Python, so one step
+is a handful of gathers whatever the batch size. Shapes: I infosets, A actions,
+K child slots, H histories, D depth (``game.meta.max_depth``), F frontier slots.
+
+* Node data is packed into two tables (:func:`node_tables`) so a step reads a
+  node with two gathers, plus one for the regrets of its infoset.
+* What each depth can hold (chance, either player, terminals, child slots used;
+  :func:`level_kinds`) prunes the unrolled steps statically. It comes from the
+  tree's integer arrays kept on the host in the game's static metadata
+  (:func:`host_tree`), so it is known at trace time.
+* Randomness: every choice is an inverse-CDF draw from one uniform number, and
+  all uniforms of an update come from one 64-bit threefry draw on the update's
+  key expanded by a counter-based mixer (:func:`uniforms`), so the key fully
+  determines chance outcomes and the players' sampled actions.
+* Table updates are ``table.at[rows].add(values, mode="drop")`` with the unused
+  rows pointed past the end (``I``), see :func:`add_rows` and docs/mccfr.md for
+  the layouts measured against it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from games_tensor._game import CHANCE, TERMINAL
+from jaxcfr._solver import regret_matching
+
+
+class MCCFRState(NamedTuple):
+    """State of a sampling MCCFR solver (one run; ``jax.vmap`` over keys for many).
+
+    regrets: [I, A] cumulative sampled counterfactual regrets.
+    strategy_sum: [I, A] sampled average-strategy sums (normalize with
+      :func:`jaxcfr.average_policy`).
+    iteration: [] int32, completed iterations.
+    """
+
+    regrets: jax.Array
+    strategy_sum: jax.Array
+    iteration: jax.Array
+
+
+def init_state(game: Game) -> MCCFRState:
+    """All-zero tables ``[I, A]`` in the game's float dtype, iteration 0."""
+    shape = (game.num_infosets, game.num_actions)
+    dtype = game.sf_payoff.dtype
+    return MCCFRState(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((), jnp.int32))
+
+
+def check_state(game: Game, state) -> None:
+    """Raise ``ValueError`` (at trace time) unless the state's tables are ``[I, A]``
+    of ``game`` (e.g. a state batched by ``vmap`` passed to an unbatched update)."""
+    shape = (game.num_infosets, game.num_actions)
+    for name in ("regrets", "strategy_sum"):
+        got = tuple(getattr(state, name).shape)
+        if got != shape:
+            raise ValueError(
+                f"state.{name} has shape {got}, expected [I, A] = {shape} for {game.name}"
+            )
+
+
+# ---------------------------------------------------------------- hyper-parameters
+def check_probability(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``value`` is a number in (0, 1].
+
+    Tracers pass unchecked (a factory called inside a vmap over a grid of values);
+    the runner builds every setting concretely first, so bad values still raise.
+    """
+    if isinstance(value, (jax.Array, np.ndarray, np.generic)) and not isinstance(
+        value, jax.core.Tracer
+    ):
+        if np.ndim(value) == 0:
+            value = float(value)
+    if isinstance(value, jax.core.Tracer):
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+
+
+def check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+# ---------------------------------------------------------------- sampling
+_GOLDEN = 0x9E3779B9
+
+
+def _mix32(x: jax.Array) -> jax.Array:
+    """lowbias32 (C. Wellons): a bijective avalanche mixer on uint32."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = x * jnp.uint32(0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def uniforms(key: jax.Array, shape: tuple[int, ...], dtype) -> jax.Array:
+    """``shape`` uniforms on the grid ``{0, 1, ..., 2^23 - 1} / 2^23`` from one key.
+
+    One threefry draw of 64 bits (``jax.random.bits(key, (2,))``) seeds a
+    counter-based stream ``mix(mix(s0 + n * golden) ^ s1)`` (lowbias32 mixer), n
+    the flat index: about 10x cheaper under ``vmap`` on CPU than
+    ``jax.random.uniform(key, shape)`` for the few dozen numbers one update needs
+    (docs/mccfr.md). The key fully determines the numbers. The largest value is
+    ``1 - 2^-23``, so ``u * total`` stays strictly below ``total`` in float32 and
+    :func:`sample_index` never runs off the end.
+    """
+    seed = jax.random.bits(key, (2,), jnp.uint32)
+    n = int(np.prod(shape))
+    counter = jnp.arange(n, dtype=jnp.uint32) * jnp.uint32(_GOLDEN) + seed[0]
+    x = _mix32(_mix32(counter) ^ seed[1])
+    return ((x >> 9).astype(dtype) * (1.0 / (1 << 23))).reshape(shape)
+
+
+def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
+    """Inverse-CDF categorical draw: ``probs [..., K]`` (unnormalized, >= 0, not all
+    zero) and ``u [...]`` from :func:`uniforms` -> int32 ``[...]`` index k with
+    ``probs[k] > 0`` and probability ``probs[k] / sum(probs)`` (up to the 2^-23 grid).
+
+    k = #{j : cdf_j <= u * total}. Since ``u * total < total`` (see :func:`uniforms`),
+    trailing zero slots (cdf = total) are never counted past, and a zero slot in the
+    middle has the cdf of its predecessor, so it is never the first one above the
+    target.
+    """
+    cdf = jnp.cumsum(probs, axis=-1)
+    target = u * cdf[..., -1]
+    return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
+
+
+def pad_actions(x: jax.Array, num_slots: int) -> jax.Array:
+    """``[..., A] -> [..., K]`` with zeros (player rows indexed like child slots)."""
+    extra = num_slots - x.shape[-1]
+    if extra == 0:
+        return x
+    return jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (extra,), x.dtype)], axis=-1)
+
+
+def explore(sigma: jax.Array, legal: jax.Array, epsilon) -> jax.Array:
+    """epsilon-on-policy sampling distribution ``eps * Unif(A(I)) + (1 - eps) * sigma``."""
+    legal_f = legal.astype(sigma.dtype)
+    uniform = legal_f / jnp.sum(legal_f, axis=-1, keepdims=True)
+    return epsilon * uniform + (1.0 - epsilon) * sigma
+
+
+class NodeTables(NamedTuple):
+    """Per-node data packed so that one walk step needs two node gathers.
+
+    ints: [H, 1 + K] int32: column 0 the infoset id at player nodes, CHANCE (-1) or
+      TERMINAL (-4); columns 1..K the children (``node_children``).
+    floats: [H, K + 1]: columns 0..K-1 the chance probabilities at chance nodes,
+      the legal mask (1.0 / 0.0, padded to K) at player nodes and ones on the first A
+      slots at terminals (so the policy read there is finite; it is never used);
+      column K the utility u_0 (``node_utility``).
+    """
+
+    ints: jax.Array
+    floats: jax.Array
+
+
+def node_tables(game: Game) -> NodeTables:
+    """Pack the history tree for walking. Computed from the game's arrays in O(H K);
+    inside a ``lax.scan`` over iterations XLA hoists it out of the loop (measured:
+    no difference from passing precomputed tables)."""
+    player = game.node_player
+    is_player = player >= 0
+    infoset = jnp.maximum(game.node_infoset, 0)
+    code = jnp.where(is_player, infoset, player)
+    dtype = game.node_chance_probs.dtype
+    K = game.meta.max_children
+    legal = pad_actions(game.legal_mask[infoset].astype(dtype), K)
+    filler = pad_actions(jnp.ones((1, game.num_actions), dtype), K)
+    row = jnp.where(
+        (player == CHANCE)[:, None],
+        game.node_chance_probs,
+        jnp.where(is_player[:, None], legal, filler),
+    )
+    ints = jnp.concatenate([code[:, None], game.node_children], axis=1)
+    floats = jnp.concatenate([row, game.node_utility[:, None].astype(dtype)], axis=1)
+    return NodeTables(ints, floats)
+
+
+class NodeView(NamedTuple):
+    """What a walk step reads about the nodes ``h`` ([...] int32, valid ids).
+
+    code: [...] int32 (infoset id, CHANCE or TERMINAL); player: [...] int32 acting
+    player (0 or 1; meaningless elsewhere); infoset: [...] int32 clipped to >= 0;
+    legal: [..., A] bool; sigma: [..., A] regret-matching policy of the infoset
+    (meaningless at chance and terminal nodes); row: [..., K] chance probabilities
+    (chance nodes) or legal mask (player nodes); children: [..., K] int32;
+    utility: [...] u_0 (terminal nodes).
+    """
+
+    code: jax.Array
+    player: jax.Array
+    infoset: jax.Array
+    legal: jax.Array
+    sigma: jax.Array
+    row: jax.Array
+    children: jax.Array
+    utility: jax.Array
+
+
+def read_nodes(
+    game: Game,
+    tables: NodeTables,
+    regrets: jax.Array,
+    h: jax.Array,
+    width: int | None = None,
+    policy: bool = True,
+) -> NodeView:
+    """Gather node data and the current policy (regret matching on ``regrets``) at ``h``.
+
+    ``width``: child slots to keep (default K; a level's :class:`LevelKinds` width).
+    ``policy=False`` skips the regret gather (levels without player nodes): ``sigma``
+    is then zeros.
+    """
+    K = game.meta.max_children
+    W = K if width is None else width
+    ints = tables.ints.at[h].get(mode="promise_in_bounds")
+    floats = tables.floats.at[h].get(mode="promise_in_bounds")
+    code = ints[..., 0]
+    row = floats[..., :W]
+    infoset = jnp.maximum(code, 0)
+    player = (infoset >= game.meta.infosets_per_player[0]).astype(jnp.int32)
+    legal = floats[..., : game.num_actions] > 0
+    if policy:
+        sigma = regret_matching(regrets.at[infoset].get(mode="promise_in_bounds"), legal)
+    else:
+        sigma = jnp.zeros(legal.shape, regrets.dtype)
+    return NodeView(code, player, infoset, legal, sigma, row, ints[..., 1 : 1 + W], floats[..., K])
+
+
+def select(x: jax.Array, k: jax.Array) -> jax.Array:
+    """``x[..., k]`` for ``x [..., K]`` and ``k [...]`` by a masked sum (no gather)."""
+    iota = jnp.arange(x.shape[-1], dtype=k.dtype).reshape((1,) * k.ndim + (x.shape[-1],))
+    hit = iota == k[..., None]
+    return jnp.sum(jnp.where(hit, x, jnp.zeros((), x.dtype)), axis=-1)
+
+
+def add_rows(table: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
+    """``table [I, A]``, ``rows [n]`` (rows ``>= I`` are skipped), ``values [n, A]``:
+    the scatter-add ``table[rows] += values`` (duplicate rows accumulate)."""
+    return table.at[rows].add(values.astype(table.dtype), mode="drop")
+
+
+# ---------------------------------------------------------------- host tree
+@dataclasses.dataclass(frozen=True)
+class HostTree:
+    """NumPy copies of the history tree's integer arrays (for static layouts)."""
+
+    node_player: np.ndarray  # [H] int32
+    node_children: np.ndarray  # [H, K] int32
+    node_depth: np.ndarray  # [H] int32
+
+
+def host_tree(game: Game) -> HostTree:
+    """The tree's integer arrays on the host, from the game's static metadata
+    (``game.meta.host``), so they are known inside a trace too."""
+    host = game.meta.host
+    return HostTree(host["node_player"], host["node_children"], host["node_depth"])
+
+
+@dataclasses.dataclass(frozen=True)
+class LevelKinds:
+    """What can be at one depth of the tree (static): chance nodes, each player's
+    nodes, terminals, and the number of child slots used (``width`` <= K)."""
+
+    chance: bool
+    players: tuple[bool, bool]
+    terminal: bool
+    width: int
+
+
+def level_kinds(game: Game) -> tuple[LevelKinds, ...]:
+    """Per-depth :class:`LevelKinds` from the host tree (memoized in ``game.meta.host``)."""
+    kinds = game.meta.host.get("level_kinds")
+    if kinds is not None:
+        return kinds
+    tree = host_tree(game)
+    out = []
+    for start, end in game.meta.node_levels:
+        pl = tree.node_player[start:end]
+        used = (tree.node_children[start:end] >= 0).any(axis=0)
+        width = int(np.nonzero(used)[0].max()) + 1 if used.any() else 1
+        if (pl >= 0).any():
+            width = max(width, game.num_actions)
+        out.append(
+            LevelKinds(
+                bool((pl == CHANCE).any()),
+                (bool((pl == 0).any()), bool((pl == 1).any())),
+                bool((pl == TERMINAL).any()),
+                width,
+            )
+        )
+    kinds = game.meta.host["level_kinds"] = tuple(out)
+    return kinds

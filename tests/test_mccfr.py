@@ -1,0 +1,352 @@
+"""Sampling MCCFR: outcome sampling and external sampling.
+
+* Unbiasedness: at a fixed policy, the mean over many keys of one trajectory's
+  (traversal's) regret increment equals the exact counterfactual regret of the
+  evaluation kernel, and the average-strategy increment equals its expectation,
+  within a tolerance derived from the sample variance.
+* Learning: on Kuhn and Leduc, the mean exploitability over 16 seeds after N
+  iterations lies within the spread of OpenSpiel C++'s solvers over 16 seeds.
+* Determinism, batch-size independence, no retrace, hyper-parameter validation.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games_tensor as gt
+import jaxcfr
+from jaxcfr import _external_sampling as esm
+from jaxcfr import _outcome_sampling as osm
+from jaxcfr import _sampling as smp
+from jaxcfr import _sequence_form as sf
+
+
+@functools.cache
+def _game(name):
+    return gt.load(name)
+
+
+# ---------------------------------------------------------------- unbiasedness
+def _fixed_regrets(game, seed=0):
+    """Random regrets: regret matching gives a non-uniform policy with some zeros."""
+    rng = np.random.default_rng(seed)
+    mask = game.meta.host["legal_mask"]
+    return jnp.asarray(rng.normal(size=mask.shape) * mask, game.sf_payoff.dtype)
+
+
+def _expected_increments(game, sigma, update_players):
+    """Exact expectations of the increments of one trajectory / traversal.
+
+    Regrets of an update player i: the counterfactual regret v_i(I, a) - v_i(I).
+    Average strategy at the opponent j's infosets: sum_{h in I} pi_j(h) pi_c(h)
+    sigma(I, .) = x_j(parent_seq(I)) * C(I) * sigma(I, .), C(I) the chance reach
+    summed over the histories of I.
+    """
+    I, A = game.num_infosets, game.num_actions  # noqa: E741
+    mask = game.meta.host["legal_mask"]
+    owner = np.asarray(game.infoset_player)
+    plan = np.asarray(sf.realization_plan(game, sigma), np.float64)
+    chance = np.zeros(I)
+    node_inf = np.asarray(game.node_infoset)
+    at = node_inf >= 0
+    np.add.at(chance, node_inf[at], game.meta.host["node_chance_reach"][at])
+    average = (
+        plan[np.asarray(game.parent_seq)][:, None] * chance[:, None] * np.asarray(sigma, np.float64)
+    )
+    regret, avg = np.zeros((I, A)), np.zeros((I, A))
+    for i in update_players:
+        cf = jaxcfr.counterfactual_values(game, sigma, i)
+        r = np.asarray(cf.values, np.float64) - np.asarray(cf.infoset_values, np.float64)[:, None]
+        regret += np.where(mask & (owner == i)[:, None], r, 0.0)
+        avg += np.where((owner == 1 - i)[:, None], average, 0.0)
+    return regret, avg
+
+
+def _moments(game, rows_fn, num_samples, chunk=8192, seed=0):
+    """Per [I, A] entry over ``num_samples`` keys, for the regret and the
+    average-strategy increments: (mean, sample standard error, hits, largest |increment|).
+
+    ``rows_fn(key) -> (regret_rows, regret_values, avg_rows, avg_values)``. An entry is
+    hit at most once per sample (checked), so per-entry sums of squares are sums of
+    squared row values.
+    """
+    I, A = game.num_infosets, game.num_actions  # noqa: E741
+
+    @jax.jit
+    def stats(keys):
+        rows = jax.vmap(rows_fn)(keys)
+        out, dup = [], 0
+        for r, v in (rows[:2], rows[2:]):
+            srt = jnp.sort(r, axis=1)
+            dup += jnp.sum((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] < I))
+            r, v = r.reshape(-1), v.reshape(-1, A)
+            z = jnp.zeros((I, A), v.dtype)
+            out += [
+                z.at[r].add(v, mode="drop"),
+                z.at[r].add(v * v, mode="drop"),
+                z.at[r].add(jnp.ones_like(v), mode="drop"),
+                z.at[r].max(jnp.abs(v), mode="drop"),
+            ]
+        return out, dup
+
+    acc = [np.zeros((I, A)) for _ in range(8)]
+    n = 0
+    for c in range(-(-num_samples // chunk)):
+        keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), c), chunk)
+        out, dup = stats(keys)
+        assert int(dup) == 0, "an infoset was updated twice by one sample"
+        for j, o in enumerate(out):
+            o = np.asarray(o, np.float64)
+            acc[j] = np.maximum(acc[j], o) if j % 4 == 3 else acc[j] + o
+        n += chunk
+    result = []
+    for s1, s2, hits, big in (acc[:4], acc[4:]):
+        mean = s1 / n
+        se = np.sqrt(np.maximum(s2 / n - mean**2, 0.0) / n)
+        result.append((mean, se, hits, big))
+    return n, result
+
+
+def _assert_unbiased(n, moments, expected, what, z=5.0, atol=1e-4, min_hits=20):
+    """|mean - exact| <= z * se + atol on every entry hit at least ``min_hits`` times
+    (fewer hits: the normal approximation does not hold). The sample standard error
+    of heavy-tailed importance-weighted increments is floored at that of 10 hits of
+    the entry's largest increment. Power: the tested entries must carry 95% of the
+    expected mass."""
+    mean, se, hits, big = moments
+    se = np.maximum(se, big * np.sqrt(10.0) / n)
+    tested = hits >= min_hits
+    err = np.abs(mean - expected)
+    bad = tested & (err > z * se + atol)
+    if bad.any():
+        i, a = np.argwhere(bad)[0]
+        raise AssertionError(
+            f"{what}: {bad.sum()} entries off, e.g. ({i}, {a}): mean {mean[i, a]:.6g} "
+            f"expected {expected[i, a]:.6g} se {se[i, a]:.3g} hits {hits[i, a]:.0f} (n={n})"
+        )
+    mass = np.abs(expected)
+    assert mass[tested].sum() >= 0.95 * mass.sum(), (
+        f"{what}: only {mass[tested].sum() / mass.sum():.1%} of the expected mass was tested"
+    )
+
+
+UNBIASED = [
+    ("kuhn_poker", "outcome", 100_000),
+    ("kuhn_poker", "outcome_parallel", 100_000),
+    ("kuhn_poker", "external", 40_000),
+    ("leduc_poker", "outcome", 250_000),
+    ("leduc_poker", "outcome_parallel", 160_000),
+    ("leduc_poker", "external", 80_000),
+]
+
+
+@pytest.mark.parametrize("name,algo,samples", UNBIASED)
+def test_sampled_increments_are_unbiased(name, algo, samples):
+    game = _game(name)
+    regrets = _fixed_regrets(game)
+    sigma = jaxcfr.regret_matching(regrets, game.legal_mask)
+    if algo == "external":
+        esm.external_sampling().init(game)  # builds the static layout
+
+        def rows_fn(key):
+            k0, k1 = jax.random.split(key)
+            r0 = esm._sampled_rows(game, regrets, k0, 0)
+            r1 = esm._sampled_rows(game, regrets, k1, 1)
+            return tuple(jnp.concatenate([a, b]) for a, b in zip(r0, r1, strict=True))
+
+        players = (0, 1)
+    elif algo == "outcome":
+
+        def rows_fn(key):
+            k0, k1 = jax.random.split(key)
+            r0 = osm._sampled_rows(game, regrets, k0, 0, epsilon=0.6)
+            r1 = osm._sampled_rows(game, regrets, k1, 1, epsilon=0.6)
+            return tuple(jnp.concatenate([a, b]) for a, b in zip(r0, r1, strict=True))
+
+        players = (0, 1)
+    else:
+
+        def rows_fn(key):
+            return osm._sampled_rows(game, regrets, key, 0, epsilon=0.5, alternating=False)
+
+        players = (0, 1)
+    n, (reg_m, avg_m) = _moments(game, rows_fn, samples)
+    regret, avg = _expected_increments(game, sigma, players)
+    _assert_unbiased(n, reg_m, regret, f"{name} {algo} regrets")
+    _assert_unbiased(n, avg_m, avg, f"{name} {algo} average strategy")
+
+
+def test_sample_index_matches_probabilities():
+    probs = jnp.array([0.0, 0.2, 0.0, 0.5, 0.3, 0.0])
+    u = smp.uniforms(jax.random.PRNGKey(3), (200_000,), jnp.float32)
+    k = np.asarray(smp.sample_index(jnp.broadcast_to(probs, (u.size, 6)), u))
+    freq = np.bincount(k, minlength=6) / k.size
+    np.testing.assert_allclose(freq, probs, atol=5e-3)
+    # the largest uniform never runs past the last positive slot
+    top = jnp.array([1.0 - 2.0**-23], jnp.float32)
+    assert int(smp.sample_index(probs[None], top)[0]) == 4
+    assert int(smp.sample_index(probs[None], jnp.zeros((1,)))[0]) == 1
+
+
+# ---------------------------------------------------------------- learning vs OpenSpiel
+LEARNING = [
+    ("kuhn_poker", "outcome", 2000),
+    ("kuhn_poker", "outcome_parallel", 2000),
+    ("kuhn_poker", "external", 1000),
+    ("leduc_poker", "outcome", 10_000),
+    ("leduc_poker", "external", 2000),
+]
+
+
+def _openspiel_exploitability(name, algo, iterations, seeds=16):
+    pyspiel = pytest.importorskip("pyspiel")
+    game = pyspiel.load_game(name)
+    out = []
+    for seed in range(seeds):
+        if algo == "external":
+            solver = pyspiel.ExternalSamplingMCCFRSolver(game, seed=seed)
+        else:
+            solver = pyspiel.OutcomeSamplingMCCFRSolver(game, 0.6, seed)
+        for _ in range(iterations):
+            solver.run_iteration()
+        out.append(pyspiel.exploitability(game, solver.average_policy()))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name,algo,iterations", LEARNING)
+def test_learning_matches_openspiel_spread(name, algo, iterations):
+    """Parallel OS has no OpenSpiel counterpart; it is held to alternating OS's spread."""
+    theirs = _openspiel_exploitability(name, algo, iterations)
+    solver = {
+        "outcome": jaxcfr.outcome_sampling(epsilon=0.6),
+        "outcome_parallel": jaxcfr.outcome_sampling(epsilon=0.6, alternating=False),
+        "external": jaxcfr.external_sampling(),
+    }[algo]
+    res = jaxcfr.run(
+        solver, _game(name), iterations, iterations, key=jax.random.PRNGKey(7), num_seeds=16
+    )
+    ours = res.exploitability[:, -1]
+    assert theirs.min() <= ours.mean() <= theirs.max(), (
+        f"ours {ours.mean():.4f} +- {ours.std():.4f}; OpenSpiel C++ in "
+        f"[{theirs.min():.4f}, {theirs.max():.4f}] (mean {theirs.mean():.4f})"
+    )
+
+
+# ---------------------------------------------------------------- determinism and tracing
+SOLVERS = {
+    "outcome": lambda: jaxcfr.outcome_sampling(),
+    "outcome_parallel": lambda: jaxcfr.outcome_sampling(alternating=False),
+    "external": lambda: jaxcfr.external_sampling(),
+}
+
+
+@pytest.mark.parametrize("algo", sorted(SOLVERS))
+def test_same_key_same_result_and_no_retrace(algo):
+    game = _game("kuhn_poker")
+    solver = SOLVERS[algo]()
+    traces = []
+
+    def counted(game, state, key):
+        traces.append(1)
+        return solver.update(game, state, key)
+
+    step = jax.jit(counted)
+    key = jax.random.PRNGKey(11)
+    runs = []
+    for _ in range(2):
+        state = solver.init(game)
+        for t in range(50):
+            state = step(game, state, jax.random.fold_in(key, t))
+        runs.append(state)
+    assert len(traces) == 1
+    for a, b in zip(runs[0], runs[1], strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(runs[0].iteration) == 50
+    other = step(game, solver.init(game), jax.random.PRNGKey(12))
+    first = step(game, solver.init(game), jax.random.fold_in(key, 0))
+    differs = [
+        not np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(other, first, strict=True)
+    ]
+    assert any(differs), "another key gave the same update"
+
+
+@pytest.mark.parametrize("algo", sorted(SOLVERS))
+def test_seed_result_independent_of_batch_size(algo):
+    game = _game("kuhn_poker")
+    solver = SOLVERS[algo]()
+    key = jax.random.PRNGKey(5)
+    small = jaxcfr.run(solver, game, 60, 30, key=key, num_seeds=2)
+    large = jaxcfr.run(solver, game, 60, 30, key=key, num_seeds=5)
+    np.testing.assert_array_equal(small.nash_conv, large.nash_conv[:2])
+    for a, b in zip(small.state, large.state, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[:2])
+    assert len(np.unique(large.nash_conv[:, -1])) > 1  # different seeds differ
+
+
+def test_vmap_over_keys_matches_single_runs():
+    game = _game("kuhn_poker")
+    init, update = jaxcfr.outcome_sampling()
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    batched = jax.jit(jax.vmap(update, in_axes=(None, 0, 0)))(
+        game, jax.vmap(lambda k: init(game))(keys), keys
+    )
+    single = jax.jit(update)
+    for i in range(3):
+        one = single(game, init(game), keys[i])
+        np.testing.assert_allclose(
+            np.asarray(batched.regrets[i]), np.asarray(one.regrets), rtol=1e-6
+        )
+
+
+def test_average_policy_and_state_shapes():
+    game = _game("leduc_poker")
+    for solver in (jaxcfr.outcome_sampling(), jaxcfr.external_sampling()):
+        state = solver.init(game)
+        assert (
+            state.regrets.shape == state.strategy_sum.shape == (game.num_infosets, game.num_actions)
+        )
+        assert state.iteration.dtype == jnp.int32 and state.iteration.shape == ()
+        pol = jaxcfr.average_policy(game, state)
+        jaxcfr.validate_policy(game, pol)
+    assert (
+        repr(jaxcfr.outcome_sampling(epsilon=0.5))
+        == "outcome_sampling(epsilon=0.5, alternating=True)"
+    )
+
+
+def test_update_checks_state_shape():
+    game = _game("kuhn_poker")
+    for solver in (jaxcfr.outcome_sampling(), jaxcfr.external_sampling()):
+        batched = jax.vmap(lambda k, s=solver: s.init(game))(jnp.arange(2))
+        with pytest.raises(ValueError, match="regrets"):
+            solver.update(game, batched, jax.random.PRNGKey(0))
+
+
+def test_update_traces_without_prior_init():
+    """The static layouts come from the game's metadata, so tracing ``update`` on a
+    state built elsewhere works and matches the state from ``init``."""
+    game = _game("kuhn_poker")
+    for solver in (jaxcfr.external_sampling(), jaxcfr.outcome_sampling()):
+        fresh = gt.load("kuhn_poker")  # nothing memoized on this game's metadata yet
+        state = smp.init_state(fresh)
+        a = jax.jit(solver.update)(fresh, state, jax.random.PRNGKey(0))
+        b = jax.jit(solver.update)(game, solver.init(game), jax.random.PRNGKey(0))
+        np.testing.assert_array_equal(np.asarray(a.regrets), np.asarray(b.regrets))
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -0.1, 1.5, "0.6", None, True])
+def test_epsilon_validated(bad):
+    with pytest.raises(ValueError, match="epsilon"):
+        jaxcfr.outcome_sampling(epsilon=bad)
+
+
+def test_alternating_validated():
+    with pytest.raises(ValueError, match="alternating"):
+        jaxcfr.outcome_sampling(alternating=1)
+    jaxcfr.outcome_sampling(epsilon=1)  # the closed end is allowed
+    jaxcfr.outcome_sampling(epsilon=jnp.float32(0.3))
