@@ -10,7 +10,7 @@ import sys
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"sizes": "experiments.sizes", "convergence": "experiments.convergence"}
+    commands = {"sizes": "experiments.sizes", "convergence": "experiments.convergence_cli"}
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         print(__doc__)
         if argv and argv[0] not in ("-h", "--help"):

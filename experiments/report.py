@@ -76,6 +76,14 @@ def result_rows(results: dict[str, Any], timing: dict[str, Any]) -> list[list[st
     return rows
 
 
+def results_table(results: dict[str, Any], timing: dict[str, Any]) -> str:
+    """The results table (markdown): one row per algorithm, the CI column named by the
+    study's confidence level."""
+    conf = round(100 * results["config"]["confidence"])
+    header = [c if c != "CI" else f"{conf}% CI" for c in RESULT_COLUMNS]
+    return format_table(header, result_rows(results, timing))
+
+
 def render(
     results: dict[str, Any], timing: dict[str, Any], environment: dict[str, Any], out_dir: str
 ) -> str:
@@ -146,10 +154,8 @@ def render(
             ],
         )
     )
-    conf = round(100 * cfg["confidence"])
     lines += ["", "## Results", ""]
-    header = [c if c != "CI" else f"{conf}% CI" for c in RESULT_COLUMNS]
-    lines.append(format_table(header, result_rows(results, timing)))
+    lines.append(results_table(results, timing))
     lines += [
         "",
         f"Final exploitability: at the last evaluation, across the {cfg['seeds']} seeds. "

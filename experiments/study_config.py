@@ -34,6 +34,7 @@ the study exactly and is what decides whether an output folder holds the same st
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -70,6 +71,7 @@ ALGO_KEYS = {
     "optional",
 }
 EVAL_POINTS = 50  # default eval_every = iterations // EVAL_POINTS
+SCALARS = (bool, int, float, str, type(None))  # the values a parameter may take in a file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,9 +119,6 @@ class StudyConfig:
             "algorithms": [dataclasses.asdict(a) for a in self.algorithms],
         }
 
-    def algorithm(self, label: str) -> AlgorithmConfig:
-        return next(a for a in self.algorithms if a.label == label)
-
 
 def slug(label: str) -> str:
     """A file-name-safe version of a label."""
@@ -158,7 +157,7 @@ def _table(field: str, value) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f"{field} must be a table of name = value, got {value!r}")
     for k, v in value.items():
-        if not isinstance(v, (bool, int, float, str, type(None))):
+        if not isinstance(v, SCALARS):
             raise ConfigError(f"{field}.{k} must be a number, string, boolean or null, got {v!r}")
     return dict(value)
 
@@ -231,7 +230,7 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
         algorithms.build(name, given)  # raises ConfigError naming the bad value
         params = {**algorithms.parameters(name), **given}
         for k, v in params.items():
-            if not isinstance(v, (bool, int, float, str, type(None))):
+            if not isinstance(v, SCALARS):
                 raise ConfigError(
                     f"{where}: parameter {k}={v!r} cannot be written to a config file"
                 )
@@ -267,16 +266,14 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
             "no algorithm left to run (every optional algorithm is unavailable); "
             f"valid algorithms: {', '.join(algorithms.available())}"
         )
-    counts = {}
-    for r in resolved:
-        counts[r["name"]] = counts.get(r["name"], 0) + 1
+    counts = collections.Counter(r["name"] for r in resolved)
     for r in resolved:  # default label: the name, plus the given parameters when repeated
         given = r.pop("given")
         if r["label"] is None:
             r["label"] = r["name"]
             if counts[r["name"]] > 1 and given:
                 r["label"] += "(" + ",".join(f"{k}={v}" for k, v in given.items()) + ")"
-    seen = {}
+    seen = set()
     for r in resolved:
         s = slug(r["label"])
         if s in seen:
@@ -284,7 +281,7 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
                 f"two algorithms share the label {r['label']!r} (file name {s!r}); "
                 "give each a distinct label"
             )
-        seen[s] = r["label"]
+        seen.add(s)
     return StudyConfig(
         game=raw["game"],
         game_params=game_params,
@@ -337,7 +334,7 @@ def parse_value(text: str):
         value = json.loads(text)
     except json.JSONDecodeError:
         return text
-    return value if isinstance(value, (bool, int, float, str, type(None))) else text
+    return value if isinstance(value, SCALARS) else text
 
 
 def parse_assignments(text: str, sep: str, where: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The convergence study (experiments/convergence.py): end to end on Kuhn, resume,
-refusal of a different study, bad input, and the rate estimate."""
+"""The convergence study (experiments/convergence.py, its command line convergence_cli.py
+and its output folder study_store.py): end to end on Kuhn, resume, refusal of a different
+study, bad input, and the rate estimate."""
 
 import json
 
@@ -7,8 +8,9 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from experiments import convergence, plots, rates, report
+from experiments import convergence, convergence_cli, plots, rates, report
 from experiments import study_config as sc
+from experiments import study_store as store
 from experiments.algorithms import ConfigError
 
 TINY = [
@@ -45,13 +47,13 @@ FILES = [
 def study(tmp_path_factory):
     """The tiny study, run once through the command line."""
     out = tmp_path_factory.mktemp("study") / "kuhn"
-    assert convergence.main(TINY + ["--out", str(out)]) == 0
+    assert convergence_cli.main(TINY + ["--out", str(out)]) == 0
     return out
 
 
 def _tiny_config():
-    args = convergence._parser().parse_args(TINY + ["--out", "unused"])
-    return convergence.config_from_args(args)
+    args = convergence_cli.build_parser().parse_args(TINY + ["--out", "unused"])
+    return convergence_cli.config_from_args(args)
 
 
 def _report_rows(text):
@@ -137,7 +139,7 @@ def test_resume_after_interrupt_gives_identical_results(study, tmp_path):
 
 def test_refuses_a_different_study_in_the_same_folder(study, capsys):
     before = {p: (study / p).read_bytes() for p in FILES}
-    assert convergence.main(TINY + ["--seeds", "3", "--out", str(study)]) == 2
+    assert convergence_cli.main(TINY + ["--seeds", "3", "--out", str(study)]) == 2
     err = capsys.readouterr().err
     assert "different study" in err and "seeds: 2 -> 3" in err
     assert {p: (study / p).read_bytes() for p in FILES} == before
@@ -145,7 +147,7 @@ def test_refuses_a_different_study_in_the_same_folder(study, capsys):
 
 def test_refuses_a_non_study_folder(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("mine")
-    assert convergence.main(TINY + ["--out", str(tmp_path)]) == 2
+    assert convergence_cli.main(TINY + ["--out", str(tmp_path)]) == 2
     assert "holds no study" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
@@ -187,7 +189,7 @@ def test_refuses_a_non_study_folder(tmp_path, capsys):
 )
 def test_bad_input_is_named_and_nothing_is_written(args, words, tmp_path, capsys):
     out = tmp_path / "out"
-    assert convergence.main(args + ["--out", str(out), "--no-progress"]) == 2
+    assert convergence_cli.main(args + ["--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
     for word in words:
         assert word in err
@@ -206,8 +208,10 @@ def test_config_file_toml_and_json(tmp_path):
     js.write_text(json.dumps(from_toml.to_dict()))
     assert sc.from_dict(sc.read_file(js)) == from_toml
     # flags override the file's top-level keys; per-algorithm settings win over them
-    args = convergence._parser().parse_args(["--config", str(toml), "--seeds", "3", "--out", "x"])
-    assert convergence.config_from_args(args).seeds == 3
+    args = convergence_cli.build_parser().parse_args(
+        ["--config", str(toml), "--seeds", "3", "--out", "x"]
+    )
+    assert convergence_cli.config_from_args(args).seeds == 3
     bad = tmp_path / "bad.toml"
     bad.write_text('game = "kuhn_poker"\nsedes = 3\nalgorithms = ["cfr"]\n')
     with pytest.raises(ConfigError, match="sedes"):
@@ -260,12 +264,12 @@ def test_rate_recovers_a_known_slope():
 def test_refuses_a_folder_another_live_process_is_running(study, capsys):
     import os
 
-    (study / convergence.LOCK).write_text(str(os.getppid()))  # a live process that is not us
+    (study / store.LOCK).write_text(str(os.getppid()))  # a live process that is not us
     try:
-        assert convergence.main(TINY + ["--out", str(study)]) == 2
+        assert convergence_cli.main(TINY + ["--out", str(study)]) == 2
         assert "another process" in capsys.readouterr().err
     finally:
-        (study / convergence.LOCK).unlink()
+        (study / store.LOCK).unlink()
 
 
 def test_sampling_solver_resumes_identically(tmp_path):
