@@ -108,7 +108,7 @@ def _player_update(game, policy, plan, player, state_rows, t, regret_update, wei
     g = sf.terminal_values(game, plan, player)
     bu = sf.bottom_up(game, g, player, policy, sf.combine_policy)
     mask = game.legal_mask[sl]
-    inst = jnp.where(mask, bu.action_values[sl] - bu.infoset_values[sl][:, None], 0.0)
+    inst = jnp.where(mask, bu.action_values - bu.infoset_values[:, None], 0.0)
     own_reach = plan[game.parent_seq[sl]]
     w, decay = weight(t)
     new_regrets = jnp.where(mask, regret_update(regrets[sl], inst, t), 0.0)
@@ -146,10 +146,14 @@ def make_cfr_solver(
         t = state.iteration + 1
         rows = (state.regrets, state.strategy_sum, state.prediction)
         if alternating:
-            for player in (0, 1):
-                policy = _policy(game, rows[0], rows[2], predictive)
-                plan = sf.realization_plan(game, policy)
-                rows = _player_update(game, policy, plan, player, rows, t, regret_update, weight, predictive)
+            # P2's plan block is the same in both passes (its regrets change last)
+            policy = _policy(game, rows[0], rows[2], predictive)
+            plan1 = sf.player_plan(game, policy, 1)
+            plan = sf.join_plans(sf.player_plan(game, policy, 0), plan1)
+            rows = _player_update(game, policy, plan, 0, rows, t, regret_update, weight, predictive)
+            policy = _policy(game, rows[0], rows[2], predictive)
+            plan = sf.join_plans(sf.player_plan(game, policy, 0), plan1)
+            rows = _player_update(game, policy, plan, 1, rows, t, regret_update, weight, predictive)
         else:
             policy = _policy(game, rows[0], rows[2], predictive)
             plan = sf.realization_plan(game, policy)

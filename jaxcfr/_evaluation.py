@@ -115,7 +115,10 @@ def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValu
     g = sf.terminal_values(game, sf.realization_plan(game, policy), player)
     pol = sf.bottom_up(game, g, player, policy, sf.combine_policy)
     br = sf.bottom_up(game, g, player, policy, sf.combine_max)
-    return CounterfactualValues(pol.action_values, pol.infoset_values, br.action_values, br.infoset_values)
+    return CounterfactualValues(
+        *(sf.to_full(game, player, b) for b in (pol.action_values, pol.infoset_values,
+                                                br.action_values, br.infoset_values))
+    )
 
 
 def _best_response(game: Game, policy: jax.Array, player: int):
@@ -134,7 +137,7 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
     player = _check_player(player)
     policy = _prepare(game, policy)
     res = _best_response(game, policy, player)
-    masked = jnp.where(game.legal_mask, res.action_values, sf.NEG_INF)
+    masked = jnp.where(game.legal_mask, sf.to_full(game, player, res.action_values), sf.NEG_INF)
     onehot = jax.nn.one_hot(jnp.argmax(masked, axis=-1), game.num_actions, dtype=policy.dtype)
     mine = (game.infoset_player == player)[:, None]
     return jnp.where(mine, onehot, policy), res.root_value

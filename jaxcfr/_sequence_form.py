@@ -36,24 +36,35 @@ def _levels(game: Game, player: int):
     return game.meta.infoset_levels[player]
 
 
-def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
-    """Both players' realization plans in one ``[S]`` vector (``policy``: ``[I, A]``)."""
+def player_plan(game: Game, policy: jax.Array, player: int) -> jax.Array:
+    """``player``'s block of the realization plan: ``[n_p * A]`` over its infosets
+    (``policy`` is the full ``[I, A]`` profile; only the player's rows are read)."""
     A = game.num_actions
     pieces = []
-    for player in (0, 1):
-        prev = None  # flat reach of the previous level's sequences
-        prev_start = 0
-        for start, end in _levels(game, player):
-            pol = policy[start:end]
-            if prev is None:
-                reach = jnp.ones((end - start,), policy.dtype)
-            else:
-                reach = prev[game.parent_seq[start:end] - prev_start * A]
-            cur = (reach[:, None] * pol).reshape(-1)
-            pieces.append(cur)
-            prev, prev_start = cur, start
-    pieces.append(jnp.ones((1,), policy.dtype))
+    prev = None  # flat reach of the previous level's sequences
+    prev_start = 0
+    for start, end in _levels(game, player):
+        pol = policy[start:end]
+        if prev is None:
+            reach = jnp.ones((end - start,), policy.dtype)
+        else:
+            reach = prev[game.parent_seq[start:end] - prev_start * A]
+        cur = (reach[:, None] * pol).reshape(-1)
+        pieces.append(cur)
+        prev, prev_start = cur, start
+    if not pieces:
+        return jnp.zeros((0,), policy.dtype)
     return jnp.concatenate(pieces)
+
+
+def join_plans(plan0: jax.Array, plan1: jax.Array) -> jax.Array:
+    """The ``[S]`` vector from the two players' blocks plus the empty sequence."""
+    return jnp.concatenate([plan0, plan1, jnp.ones((1,), plan0.dtype)])
+
+
+def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
+    """Both players' realization plans in one ``[S]`` vector (``policy``: ``[I, A]``)."""
+    return join_plans(player_plan(game, policy, 0), player_plan(game, policy, 1))
 
 
 def terminal_values(game: Game, plan: jax.Array, player: int) -> jax.Array:
@@ -69,12 +80,12 @@ def terminal_values(game: Game, plan: jax.Array, player: int) -> jax.Array:
 
 
 class BottomUp(NamedTuple):
-    """Result of a bottom-up pass for one player.
+    """Result of a bottom-up pass for one player p (its infosets only).
 
-    action_values: [I, A] counterfactual values v(i, a) on the player's infosets
-      (zero rows for the other player's infosets, and on illegal actions).
-    infoset_values: [I] value(i) of each of the player's infosets (zero elsewhere).
-    root_value: scalar, the player's expected value (policy) or best-response value (max).
+    action_values: [n_p, A] counterfactual values v(i, a) on p's infosets
+      (``game.player_slice(p)``), zero on illegal actions.
+    infoset_values: [n_p] value(i) of each of p's infosets.
+    root_value: scalar, p's expected value (policy) or best-response value (max).
     """
 
     action_values: jax.Array
@@ -131,14 +142,15 @@ def bottom_up(
                 indices_are_sorted=True,
             )
     root = g[game.empty_sequence] + (jnp.sum(infoset_vals[0]) if levels else 0.0)
-    sl = game.player_slice(player)
-    I = game.num_infosets
-    full_v = jnp.zeros((I, A), dtype)
-    full_val = jnp.zeros((I,), dtype)
-    if levels:
-        full_v = full_v.at[sl].set(jnp.concatenate(action_vals))
-        full_val = full_val.at[sl].set(jnp.concatenate(infoset_vals))
-    return BottomUp(full_v, full_val, root)
+    if not levels:
+        return BottomUp(jnp.zeros((0, A), dtype), jnp.zeros((0,), dtype), root)
+    return BottomUp(jnp.concatenate(action_vals), jnp.concatenate(infoset_vals), root)
+
+
+def to_full(game: Game, player: int, block: jax.Array) -> jax.Array:
+    """Place a player's ``[n_p, ...]`` block into a zero ``[I, ...]`` array."""
+    full = jnp.zeros((game.num_infosets, *block.shape[1:]), block.dtype)
+    return full.at[game.player_slice(player)].set(block)
 
 
 def normalize_policy(game: Game, policy: jax.Array) -> jax.Array:
