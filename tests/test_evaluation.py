@@ -253,3 +253,10 @@ def test_mass_on_illegal_action():
 def test_bad_player(kuhn):
     with pytest.raises(ValueError, match="player"):
         jaxcfr.best_response(kuhn, gt.uniform_policy(kuhn), 2)
+
+
+def test_ii_goofspiel6_uniform_best_responses(x64):
+    """GAMES.md 1.7: each player's best response to uniform II-GS(6) gains 0.895833."""
+    game = gt.load("ii_goofspiel", num_cards=6)
+    br = np.asarray(jaxcfr.best_response_values(game, gt.uniform_policy(game)))
+    np.testing.assert_allclose(br, [0.895833, 0.895833], atol=5e-7)
