@@ -359,6 +359,7 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     i32 = np.int32
     game = Game(
         legal_mask=jnp.asarray(legal_mask),
+        legal_uniform=jnp.asarray(legal_mask / legal_mask.sum(axis=1, keepdims=True), dtype=fdt),
         infoset_player=jnp.asarray(inf_player.astype(i32)),
         parent_seq=jnp.asarray(parent_seq.astype(i32)),
         abstract_infoset=jnp.asarray(abstract_infoset.astype(i32)),

@@ -89,6 +89,7 @@ class GameMeta:
 
 _DATA_FIELDS = (
     "legal_mask",
+    "legal_uniform",
     "infoset_player",
     "parent_seq",
     "abstract_infoset",
@@ -118,6 +119,7 @@ class Game:
 
     # --- infosets / sequence form ---
     legal_mask: jax.Array  # [I, A] bool
+    legal_uniform: jax.Array  # [I, A] float: 1/|A(I)| on legal actions, 0 elsewhere
     infoset_player: jax.Array  # [I] int32, 0 or 1
     parent_seq: jax.Array  # [I] int32 in [0, S): owner's parent sequence (I*A = empty)
     abstract_infoset: jax.Array  # [I] int32: abstract infoset id (identity without abstraction)
@@ -213,5 +215,4 @@ jax.tree_util.register_dataclass(Game, data_fields=list(_DATA_FIELDS), meta_fiel
 
 def uniform_policy(game: Game) -> jax.Array:
     """The uniform policy ``[I, A]``: 1/|A(I)| on legal actions, 0 on illegal ones."""
-    mask = np.asarray(game.meta.host["legal_mask"], dtype=np.float64)
-    return jnp.asarray(mask / mask.sum(axis=1, keepdims=True), dtype=game.sf_payoff.dtype)
+    return game.legal_uniform

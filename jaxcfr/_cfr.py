@@ -98,7 +98,8 @@ def weight_discounted(gamma) -> AveragingWeight:
 
 # ---------------------------------------------------------------- the iteration
 def _policy(game: Game, regrets, prediction, predictive: bool):
-    return regret_matching(regrets + prediction if predictive else regrets, game.legal_mask)
+    regrets = regrets + prediction if predictive else regrets
+    return regret_matching(regrets, game.legal_mask, game.legal_uniform)
 
 
 def _player_update(game, policy, plan, player, state_rows, t, regret_update, weight, predictive):

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from games_tensor import Game
+from jaxcfr._solver import normalize_rows
 
 NEG_INF = -jnp.inf
 
@@ -156,8 +157,4 @@ def to_full(game: Game, player: int, block: jax.Array) -> jax.Array:
 def normalize_policy(game: Game, policy: jax.Array) -> jax.Array:
     """Inside-jit policy hygiene: zero illegal mass, renormalize over legal actions,
     uniform where a row has no legal mass. ``[I, A] -> [I, A]``."""
-    mask = game.legal_mask
-    policy = jnp.where(mask, policy, 0.0)
-    total = jnp.sum(policy, axis=-1, keepdims=True)
-    uniform = mask / jnp.sum(mask, axis=-1, keepdims=True)
-    return jnp.where(total > 0, policy / jnp.where(total > 0, total, 1.0), uniform)
+    return normalize_rows(policy, game.legal_mask, game.legal_uniform)

@@ -48,28 +48,28 @@ class Solver:
         return f"{self.name}({args})"
 
 
-def regret_matching(regrets: jax.Array, legal_mask: jax.Array) -> jax.Array:
+def regret_matching(regrets: jax.Array, legal_mask: jax.Array, uniform: jax.Array | None = None):
     """sigma(I, a) = R+(I, a) / sum_a' R+(I, a'), uniform over legal actions when the sum is 0.
 
-    ``[..., A] -> [..., A]``; illegal actions get 0.
+    ``[..., A] -> [..., A]``; illegal actions get 0. ``uniform`` (``game.legal_uniform``)
+    is the fallback, computed from the mask when not given.
     """
-    pos = jnp.where(legal_mask, jnp.maximum(regrets, 0.0), 0.0)
-    total = jnp.sum(pos, axis=-1, keepdims=True)
-    uniform = legal_mask / jnp.sum(legal_mask, axis=-1, keepdims=True)
-    return jnp.where(total > 0, pos / jnp.where(total > 0, total, 1.0), uniform).astype(regrets.dtype)
+    return normalize_rows(jnp.maximum(regrets, 0.0), legal_mask, uniform)
 
 
-def normalize_rows(weights: jax.Array, legal_mask: jax.Array) -> jax.Array:
+def normalize_rows(weights: jax.Array, legal_mask: jax.Array, uniform: jax.Array | None = None):
     """Rows of nonnegative weights -> distributions over legal actions (uniform if all 0)."""
+    if uniform is None:
+        uniform = legal_mask / jnp.sum(legal_mask, axis=-1, keepdims=True)
     w = jnp.where(legal_mask, weights, 0.0)
     total = jnp.sum(w, axis=-1, keepdims=True)
-    uniform = legal_mask / jnp.sum(legal_mask, axis=-1, keepdims=True)
-    return jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), uniform).astype(weights.dtype)
+    safe = jnp.where(total > 0, total, 1.0)
+    return jnp.where(total > 0, w / safe, uniform.astype(weights.dtype))
 
 
 def average_policy(game: Game, state) -> jax.Array:
     """The average policy ``[I, A]`` (normalized ``strategy_sum``) of any solver's state."""
-    return normalize_rows(state.strategy_sum, game.legal_mask)
+    return normalize_rows(state.strategy_sum, game.legal_mask, game.legal_uniform)
 
 
 def current_policy(game: Game, state) -> jax.Array:
@@ -79,4 +79,4 @@ def current_policy(game: Game, state) -> jax.Array:
     prediction = getattr(state, "prediction", None)
     if prediction is not None:
         regrets = regrets + prediction
-    return regret_matching(regrets, game.legal_mask)
+    return regret_matching(regrets, game.legal_mask, game.legal_uniform)
