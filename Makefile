@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench sizes clean
+.PHONY: run test bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m experiments.bench compile
+
+lint: $(STAMP)
+	$(BIN)/pip install -q ruff
+	$(BIN)/ruff format --check games_tensor jaxcfr experiments tests
+	$(BIN)/ruff check games_tensor jaxcfr experiments tests
 
 clean:
 	rm -rf $(VENV)

@@ -1,9 +1,9 @@
 """Benchmarks (ratios and timings, never pass/fail): ``python -m experiments.bench <what>``.
 
-  compile          compile seconds and peak resident memory of every GAMES.md instance
-                   (each in a fresh subprocess, so peaks do not mix)
-  exploitability   batched exact exploitability vs OpenSpiel C++ in the same process
-  cfr              full-width CFR / CFR+ iterations per second vs OpenSpiel C++
+compile          compile seconds and peak resident memory of every GAMES.md instance
+                 (each in a fresh subprocess, so peaks do not mix)
+exploitability   batched exact exploitability vs OpenSpiel C++ in the same process
+cfr              full-width CFR / CFR+ iterations per second vs OpenSpiel C++
 """
 
 from __future__ import annotations
@@ -40,22 +40,52 @@ def bench_compile(argv):
     parser.add_argument("--only", default="", help="comma-separated labels to run (default: all)")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    base = json.loads(subprocess.run([sys.executable, "-c", _BASELINE_CHILD], check=True,
-                                     capture_output=True, text=True).stdout)
+    base = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _BASELINE_CHILD], check=True, capture_output=True, text=True
+        ).stdout
+    )
     rows = []
     for label, name, params in GAMES_MD:
         if only and label not in only:
             continue
-        out = subprocess.run([sys.executable, "-c", _COMPILE_CHILD, name, json.dumps(params)],
-                             check=True, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _COMPILE_CHILD, name, json.dumps(params)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        rows.append([label, params_str(params), r["infosets"], r["histories"], f"{r['seconds']:.2f}",
-                     f"{r['peak_mib']:.0f}", f"{r['peak_mib'] - base['peak_mib']:.0f}"])
+        rows.append(
+            [
+                label,
+                params_str(params),
+                r["infosets"],
+                r["histories"],
+                f"{r['seconds']:.2f}",
+                f"{r['peak_mib']:.0f}",
+                f"{r['peak_mib'] - base['peak_mib']:.0f}",
+            ]
+        )
         print(f"{label}: {r['seconds']:.2f} s, peak {r['peak_mib']:.0f} MiB", flush=True)
     print()
-    print(f"Peak RSS of a process that only imports games_tensor and jax: {base['peak_mib']:.0f} MiB")
-    print(format_table(["game", "parameters", "infosets", "histories", "compile s", "peak RSS MiB",
-                        "above import MiB"], rows))
+    print(
+        f"Peak RSS of a process that only imports games_tensor and jax: {base['peak_mib']:.0f} MiB"
+    )
+    print(
+        format_table(
+            [
+                "game",
+                "parameters",
+                "infosets",
+                "histories",
+                "compile s",
+                "peak RSS MiB",
+                "above import MiB",
+            ],
+            rows,
+        )
+    )
 
 
 def main(argv=None):

@@ -20,15 +20,24 @@ import jaxcfr
 from experiments.catalog import GAMES_MD
 from experiments.sizes import format_table
 
-DEFAULT_GAMES = ["Kuhn", "Leduc (suits, OpenSpiel)", "Leduc (rank-only)", "GP(3,3,2,2)", "LD(1,1)", "DRP",
-                 "II-GS(6)"]
+DEFAULT_GAMES = [
+    "Kuhn",
+    "Leduc (suits, OpenSpiel)",
+    "Leduc (rank-only)",
+    "GP(3,3,2,2)",
+    "LD(1,1)",
+    "DRP",
+    "II-GS(6)",
+]
 OPENSPIEL = {"cfr": "CFRSolver", "cfr_plus": "CFRPlusSolver"}
 OS_NAMES = {"kuhn_poker": "kuhn_poker", "leduc_poker": "leduc_poker", "liars_dice": "liars_dice"}
 
 
 def _scan_fn(solver, length):
     def many(game, state):
-        return jax.lax.scan(lambda s, _: (solver.update(game, s), None), state, None, length=length)[0]
+        return jax.lax.scan(
+            lambda s, _: (solver.update(game, s), None), state, None, length=length
+        )[0]
 
     return many
 
@@ -66,13 +75,22 @@ def measure_openspiel(game_name, algorithm, seconds=2.0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench cfr", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--games", default=";".join(DEFAULT_GAMES), help="';'-separated labels of GAMES_MD")
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.bench cfr",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--games", default=";".join(DEFAULT_GAMES), help="';'-separated labels of GAMES_MD"
+    )
     parser.add_argument("--algorithms", default="cfr,cfr_plus")
     parser.add_argument("--batches", default="1,16,256")
-    parser.add_argument("--max-batch-elements", type=float, default=3e7,
-                        help="skip batches whose B * I * A exceeds this (memory)")
+    parser.add_argument(
+        "--max-batch-elements",
+        type=float,
+        default=3e7,
+        help="skip batches whose B * I * A exceeds this (memory)",
+    )
     args = parser.parse_args(argv)
     labels = args.games.split(";")
     batches = [int(b) for b in args.batches.split(",")]
@@ -103,12 +121,32 @@ def main(argv=None):
                 if b == 1:
                     single = rate
             ratio = f"{single / os_rate:,.0f}x" if os_rate else "-"
-            rows.append([label, alg, f"{compile_s:.2f}", *cells, f"{os_rate:,.0f}" if os_rate else "-", ratio])
+            rows.append(
+                [
+                    label,
+                    alg,
+                    f"{compile_s:.2f}",
+                    *cells,
+                    f"{os_rate:,.0f}" if os_rate else "-",
+                    ratio,
+                ]
+            )
             print(" | ".join(map(str, rows[-1])), flush=True)
     print()
     print(f"device: {jax.devices()[0].platform} ({jax.devices()[0].device_kind}), float32")
-    print(format_table(["game", "algorithm", "compile s", *[f"B={b} inst-it/s" for b in batches],
-                        "OpenSpiel C++ it/s", "B=1 vs OpenSpiel"], rows))
+    print(
+        format_table(
+            [
+                "game",
+                "algorithm",
+                "compile s",
+                *[f"B={b} inst-it/s" for b in batches],
+                "OpenSpiel C++ it/s",
+                "B=1 vs OpenSpiel",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -61,31 +61,59 @@ def batched_table(batches, os_repeats):
         os_game = pyspiel.load_game("leduc_poker")
         adapted = gt.from_openspiel(os_game)
         pols = np.asarray(_random_policies(adapted, os_repeats, seed=1), dtype=np.float64)
-        cpp = [os_policy.python_policy_to_pyspiel_policy(gt.to_tabular_policy(adapted, p)) for p in pols]
+        cpp = [
+            os_policy.python_policy_to_pyspiel_policy(gt.to_tabular_policy(adapted, p))
+            for p in pols
+        ]
         t0 = time.perf_counter()
         for p in cpp:
             pyspiel.exploitability(os_game, p)
         os_ms = (time.perf_counter() - t0) / len(cpp) * 1e3
     except ImportError:
         pass
-    rows = [["single policy (latency)", 1, f"{compile_s:.2f}", f"{lat * 1e3:.3f}", f"{lat * 1e3:.4f}",
-             f"{os_ms / (lat * 1e3):.0f}x" if os_ms else "-"]]
+    rows = [
+        [
+            "single policy (latency)",
+            1,
+            f"{compile_s:.2f}",
+            f"{lat * 1e3:.3f}",
+            f"{lat * 1e3:.4f}",
+            f"{os_ms / (lat * 1e3):.0f}x" if os_ms else "-",
+        ]
+    ]
     batched = jax.jit(jax.vmap(jaxcfr.exploitability, in_axes=(None, 0)))
     for b in batches:
         pols = _random_policies(game, b)
         c = _first_call(batched, game, pols)
         t = _time(batched, game, pols)
         per = t / b * 1e3
-        rows.append([f"batch of {b}", b, f"{c:.2f}", f"{t * 1e3:.2f}", f"{per:.4f}",
-                     f"{os_ms / per:.0f}x" if os_ms else "-"])
-    print(f"\nLeduc poker (936 infosets), float32, {jax.devices()[0].platform}. "
-          f"OpenSpiel C++ pyspiel.exploitability: {os_ms:.2f} ms/policy" if os_ms else "")
-    print(format_table(["what", "B", "compile s", "call ms", "ms/policy", "vs OpenSpiel C++"], rows))
+        rows.append(
+            [
+                f"batch of {b}",
+                b,
+                f"{c:.2f}",
+                f"{t * 1e3:.2f}",
+                f"{per:.4f}",
+                f"{os_ms / per:.0f}x" if os_ms else "-",
+            ]
+        )
+    print(
+        f"\nLeduc poker (936 infosets), float32, {jax.devices()[0].platform}. "
+        f"OpenSpiel C++ pyspiel.exploitability: {os_ms:.2f} ms/policy"
+        if os_ms
+        else ""
+    )
+    print(
+        format_table(["what", "B", "compile s", "call ms", "ms/policy", "vs OpenSpiel C++"], rows)
+    )
 
 
 def large_games_table():
     rows = []
-    for label, name, params in [("LD(1,1)", "liars_dice", {}), ("II-GS(6)", "ii_goofspiel", {"num_cards": 6})]:
+    for label, name, params in [
+        ("LD(1,1)", "liars_dice", {}),
+        ("II-GS(6)", "ii_goofspiel", {"num_cards": 6}),
+    ]:
         t0 = time.perf_counter()
         game = gt.load(name, **params)
         load_s = time.perf_counter() - t0
@@ -95,16 +123,31 @@ def large_games_table():
         t = _time(fn, game, pol, repeat=3)
         rows.append([label, game.sizes["infosets"], f"{load_s:.2f}", f"{c:.2f}", f"{t * 1e3:.1f}"])
     print()
-    print(format_table(["game", "infosets", "load (compile rules) s", "jit compile + first call s",
-                        "exploitability ms"], rows))
+    print(
+        format_table(
+            [
+                "game",
+                "infosets",
+                "load (compile rules) s",
+                "jit compile + first call s",
+                "exploitability ms",
+            ],
+            rows,
+        )
+    )
 
 
 def lp_table():
     rows = []
-    for label, name, params in [("Kuhn", "kuhn_poker", {}), ("Leduc (suits)", "leduc_poker", {}),
-                                ("Leduc (rank-only)", "leduc_poker", {"suits": False}),
-                                ("DRP", "die_roll_poker", {}), ("II-GS(4)", "ii_goofspiel", {"num_cards": 4}),
-                                ("GP(3,3,2,2)", "generic_poker", {}), ("LD(1,1)", "liars_dice", {})]:
+    for label, name, params in [
+        ("Kuhn", "kuhn_poker", {}),
+        ("Leduc (suits)", "leduc_poker", {}),
+        ("Leduc (rank-only)", "leduc_poker", {"suits": False}),
+        ("DRP", "die_roll_poker", {}),
+        ("II-GS(4)", "ii_goofspiel", {"num_cards": 4}),
+        ("GP(3,3,2,2)", "generic_poker", {}),
+        ("LD(1,1)", "liars_dice", {}),
+    ]:
         game = gt.load(name, **params)
         sol = jaxcfr.solve_lp(game)
         rows.append([label, game.sizes["infosets"], f"{sol.value:.10f}", f"{sol.seconds:.2f}"])
@@ -113,8 +156,11 @@ def lp_table():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench exploitability", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.bench exploitability",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--batches", default="16,256,1024")
     parser.add_argument("--openspiel-policies", type=int, default=10)
     parser.add_argument("--skip-large", action="store_true")

@@ -18,8 +18,11 @@ ALGORITHMS = ["cfr", "cfr_plus", "linear_cfr", "dcfr", "pcfr_plus"]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.cfr_budget", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.cfr_budget",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--games", default="", help="';'-separated GAMES_MD labels (default: all)")
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
     parser.add_argument("--target", type=float, default=1e-3)
@@ -46,19 +49,43 @@ def main(argv=None):
         lp = jaxcfr.solve_lp(game).value if args.lp else None
         for alg in args.algorithms.split(","):
             t0 = time.perf_counter()
-            res = jaxcfr.run(getattr(jaxcfr, alg)(), game, args.max_iterations, args.eval_every,
-                             target_exploitability=args.target)
+            res = jaxcfr.run(
+                getattr(jaxcfr, alg)(),
+                game,
+                args.max_iterations,
+                args.eval_every,
+                target_exploitability=args.target,
+            )
             state = jax.tree.map(lambda x: x[0], res.state)
             value = float(jaxcfr.expected_value(game, jaxcfr.average_policy(game, state))[0])
             expl = float(res.exploitability[0, -1])
-            rows.append([label, alg, int(res.iterations[-1]), f"{expl:.2e}",
-                         "yes" if expl <= args.target else "NO",
-                         f"{abs(value - lp):.1e}" if lp is not None else "-",
-                         f"{time.perf_counter() - t0:.1f}"])
+            rows.append(
+                [
+                    label,
+                    alg,
+                    int(res.iterations[-1]),
+                    f"{expl:.2e}",
+                    "yes" if expl <= args.target else "NO",
+                    f"{abs(value - lp):.1e}" if lp is not None else "-",
+                    f"{time.perf_counter() - t0:.1f}",
+                ]
+            )
             print(" | ".join(map(str, rows[-1])), flush=True)
     print()
-    print(format_table(["game", "algorithm", "iterations", "exploitability", "reached",
-                        "|value - LP|", "seconds"], rows))
+    print(
+        format_table(
+            [
+                "game",
+                "algorithm",
+                "iterations",
+                "exploitability",
+                "reached",
+                "|value - LP|",
+                "seconds",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -12,10 +12,15 @@ import time
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.reference_values", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.reference_values",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--games", default="", help="';'-separated GAMES_MD labels (default: all)")
-    parser.add_argument("--skip-lp", default="", help="';'-separated labels to evaluate without the LP")
+    parser.add_argument(
+        "--skip-lp", default="", help="';'-separated labels to evaluate without the LP"
+    )
     args = parser.parse_args(argv)
     import jax
 
@@ -43,12 +48,35 @@ def main(argv=None):
             seconds = f"{time.perf_counter() - t0:.1f}"
             value = f"{sol.value:.10f}"
             lp_nc = f"{float(jaxcfr.nash_conv(game, sol.policy)):.1e}"
-        rows.append([label, params_str(params), value, lp_nc, f"{br[0]:.6f}", f"{br[1]:.6f}", f"{nc:.6f}",
-                     seconds])
+        rows.append(
+            [
+                label,
+                params_str(params),
+                value,
+                lp_nc,
+                f"{br[0]:.6f}",
+                f"{br[1]:.6f}",
+                f"{nc:.6f}",
+                seconds,
+            ]
+        )
         print(" | ".join(rows[-1]), flush=True)
     print()
-    print(format_table(["game", "parameters", "value (P1, LP)", "NashConv of LP policy",
-                        "uniform BR_1", "uniform BR_2", "uniform NashConv", "LP s"], rows))
+    print(
+        format_table(
+            [
+                "game",
+                "parameters",
+                "value (P1, LP)",
+                "NashConv of LP policy",
+                "uniform BR_1",
+                "uniform BR_2",
+                "uniform NashConv",
+                "LP s",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -8,8 +8,17 @@ import time
 import games_tensor as gt
 from experiments.catalog import params_str
 
-COLUMNS = ["game", "parameters", "infosets/player", "(I,a) pairs", "sequences", "terminals",
-           "histories", "max depth", "compile s"]
+COLUMNS = [
+    "game",
+    "parameters",
+    "infosets/player",
+    "(I,a) pairs",
+    "sequences",
+    "terminals",
+    "histories",
+    "max depth",
+    "compile s",
+]
 
 
 def rows(instances):
@@ -18,15 +27,23 @@ def rows(instances):
         game = gt.load(name, **params)
         seconds = time.perf_counter() - t0
         s = game.sizes
-        yield [name, params_str(game.params), "/".join(map(str, s["infosets_per_player"])),
-               s["infoset_actions"], s["sequences"], s["terminals"], s["histories"],
-               s["max_depth"], f"{seconds:.2f}"]
+        yield [
+            name,
+            params_str(game.params),
+            "/".join(map(str, s["infosets_per_player"])),
+            s["infoset_actions"],
+            s["sequences"],
+            s["terminals"],
+            s["histories"],
+            s["max_depth"],
+            f"{seconds:.2f}",
+        ]
 
 
 def format_table(header, body) -> str:
     body = [[str(c) for c in r] for r in body]
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(header)]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"  # noqa: E731
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(header), sep, *map(line, body)])
 

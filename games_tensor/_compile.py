@@ -153,9 +153,7 @@ class _Walk:
             self.chance_children[node] = probs
             self.num_slots = max(self.num_slots, len(outcomes))
             for k, (outcome, pr) in enumerate(outcomes):
-                self.visit(
-                    rules.apply(state, outcome), node, k, depth + 1, seq0, seq1, reach * pr
-                )
+                self.visit(rules.apply(state, outcome), node, k, depth + 1, seq0, seq1, reach * pr)
             return
         if p not in (0, 1):
             raise ValueError(f"{rules!r}: current_player returned {p} at {state!r}")
@@ -268,10 +266,15 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     has_abstraction = any(a is not None for a in abstract)
     if has_abstraction:
         if any(a is None for a in abstract):
-            raise ValueError(f"{rules!r}: abstract_information_state returned None for some infosets")
+            raise ValueError(
+                f"{rules!r}: abstract_information_state returned None for some infosets"
+            )
         abs_ids: dict = {}
         abstract_infoset = np.array(
-            [abs_ids.setdefault((int(p), a), len(abs_ids)) for p, a in zip(inf_player, abstract)],
+            [
+                abs_ids.setdefault((int(p), a), len(abs_ids))
+                for p, a in zip(inf_player, abstract, strict=True)
+            ],
             dtype=np.int32,
         )
         abstract_keys = tuple(str(a) for _, a in abs_ids)

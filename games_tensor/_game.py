@@ -28,8 +28,6 @@ import dataclasses
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 CHANCE = -1
 TERMINAL = -4

@@ -1,6 +1,6 @@
 """jaxcfr: tabular regret minimization, search and exact evaluation in JAX.
 
-Evaluation::
+Evaluation (pure, jittable; vmap over a batch of [I, A] policies)::
 
     jaxcfr.exploitability(game, policy)      # nash_conv / 2
     jaxcfr.nash_conv(game, policy)
@@ -8,8 +8,15 @@ Evaluation::
     jaxcfr.expected_value(game, policy)
     jaxcfr.counterfactual_values(game, policy, player)
     jaxcfr.solve_lp(game)                     # exact equilibrium (host, scipy HiGHS)
+
+Solvers (factories returning a Solver that unpacks as (init, update))::
+
+    jaxcfr.cfr(), cfr_plus(), linear_cfr(), dcfr(), pcfr_plus()      # full width
+    jaxcfr.outcome_sampling(epsilon=0.6), external_sampling()        # sampling (key)
+    jaxcfr.run(solver, game, num_iterations, eval_every, num_seeds=...)
 """
 
+from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
 from jaxcfr._evaluation import (
     CounterfactualValues,
     best_response,
@@ -20,43 +27,36 @@ from jaxcfr._evaluation import (
     nash_conv,
     validate_policy,
 )
+from jaxcfr._external_sampling import external_sampling
 from jaxcfr._lp import LPSolution, solve_lp
+from jaxcfr._outcome_sampling import outcome_sampling
+from jaxcfr._runner import RunResult, run
+from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
 
 __all__ = [
+    "CFRState",
     "CounterfactualValues",
     "LPSolution",
+    "RunResult",
+    "Solver",
+    "average_policy",
     "best_response",
     "best_response_values",
+    "cfr",
+    "cfr_plus",
     "counterfactual_values",
+    "current_policy",
+    "dcfr",
     "expected_value",
     "exploitability",
+    "external_sampling",
+    "linear_cfr",
+    "make_cfr_solver",
     "nash_conv",
+    "outcome_sampling",
+    "pcfr_plus",
+    "regret_matching",
+    "run",
     "solve_lp",
     "validate_policy",
 ]
-
-from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
-from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
-
-__all__ += [
-    "CFRState",
-    "Solver",
-    "average_policy",
-    "cfr",
-    "cfr_plus",
-    "current_policy",
-    "dcfr",
-    "linear_cfr",
-    "make_cfr_solver",
-    "pcfr_plus",
-    "regret_matching",
-]
-
-from jaxcfr._runner import RunResult, run
-
-__all__ += ["RunResult", "run"]
-
-from jaxcfr._external_sampling import external_sampling
-from jaxcfr._outcome_sampling import outcome_sampling
-
-__all__ += ["external_sampling", "outcome_sampling"]

@@ -159,7 +159,9 @@ def make_cfr_solver(
             policy = _policy(game, rows[0], rows[2], predictive)
             plan = sf.realization_plan(game, policy)
             for player in (0, 1):
-                rows = _player_update(game, policy, plan, player, rows, t, regret_update, weight, predictive)
+                rows = _player_update(
+                    game, policy, plan, player, rows, t, regret_update, weight, predictive
+                )
         return CFRState(rows[0], rows[1], rows[2], t)
 
     return Solver(init=init, update=update, name=name, needs_key=False, hyperparams=hyperparams)
@@ -204,24 +206,39 @@ def cfr(alternating: bool = True) -> Solver:
         jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
     """
     _check_bool("alternating", alternating)
-    return make_cfr_solver("cfr", regret_sum, weight_power(0), alternating=alternating,
-                           hyperparams=(("alternating", alternating),))
+    return make_cfr_solver(
+        "cfr",
+        regret_sum,
+        weight_power(0),
+        alternating=alternating,
+        hyperparams=(("alternating", alternating),),
+    )
 
 
 def cfr_plus(alternating: bool = True) -> Solver:
     """CFR+ (Tammelin 2014): regret-matching+ (regrets floored at 0), alternating
     updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver."""
     _check_bool("alternating", alternating)
-    return make_cfr_solver("cfr_plus", regret_plus, weight_power(1), alternating=alternating,
-                           hyperparams=(("alternating", alternating),))
+    return make_cfr_solver(
+        "cfr_plus",
+        regret_plus,
+        weight_power(1),
+        alternating=alternating,
+        hyperparams=(("alternating", alternating),),
+    )
 
 
 def linear_cfr(alternating: bool = True) -> Solver:
     """Linear CFR (Brown & Sandholm 2019): iteration t's regrets and average-strategy
     contributions weighted by t; identical to ``dcfr(alpha=1, beta=1, gamma=1)``."""
     _check_bool("alternating", alternating)
-    return make_cfr_solver("linear_cfr", regret_discounted(1.0, 1.0), weight_discounted(1.0),
-                           alternating=alternating, hyperparams=(("alternating", alternating),))
+    return make_cfr_solver(
+        "linear_cfr",
+        regret_discounted(1.0, 1.0),
+        weight_discounted(1.0),
+        alternating=alternating,
+        hyperparams=(("alternating", alternating),),
+    )
 
 
 def dcfr(alpha=1.5, beta=0.0, gamma=2.0, alternating: bool = True) -> Solver:
@@ -235,13 +252,23 @@ def dcfr(alpha=1.5, beta=0.0, gamma=2.0, alternating: bool = True) -> Solver:
     _check_hyper("alpha", alpha)
     _check_hyper("gamma", gamma)
     b = _concrete(beta)
-    if not isinstance(b, jax.core.Tracer) and (not isinstance(b, (int, float)) or isinstance(b, bool)):
+    if not isinstance(b, jax.core.Tracer) and (
+        not isinstance(b, (int, float)) or isinstance(b, bool)
+    ):
         raise ValueError(f"beta must be a number, got {beta!r}")
     _check_bool("alternating", alternating)
-    return make_cfr_solver("dcfr", regret_discounted(alpha, beta), weight_discounted(gamma),
-                           alternating=alternating,
-                           hyperparams=(("alpha", alpha), ("beta", beta), ("gamma", gamma),
-                                        ("alternating", alternating)))
+    return make_cfr_solver(
+        "dcfr",
+        regret_discounted(alpha, beta),
+        weight_discounted(gamma),
+        alternating=alternating,
+        hyperparams=(
+            ("alpha", alpha),
+            ("beta", beta),
+            ("gamma", gamma),
+            ("alternating", alternating),
+        ),
+    )
 
 
 def pcfr_plus(alternating: bool = True, averaging_power=2) -> Solver:
@@ -250,6 +277,11 @@ def pcfr_plus(alternating: bool = True, averaging_power=2) -> Solver:
     t^averaging_power (2 = quadratic averaging, the paper's choice)."""
     _check_bool("alternating", alternating)
     _check_hyper("averaging_power", averaging_power)
-    return make_cfr_solver("pcfr_plus", regret_plus, weight_power(averaging_power),
-                           alternating=alternating, predictive=True,
-                           hyperparams=(("alternating", alternating), ("averaging_power", averaging_power)))
+    return make_cfr_solver(
+        "pcfr_plus",
+        regret_plus,
+        weight_power(averaging_power),
+        alternating=alternating,
+        predictive=True,
+        hyperparams=(("alternating", alternating), ("averaging_power", averaging_power)),
+    )

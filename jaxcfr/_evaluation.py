@@ -41,7 +41,9 @@ def validate_policy(game: Game, policy, *, atol: float = DEFAULT_ATOL) -> None:
     shape = (game.num_infosets, game.num_actions)
     if isinstance(policy, jax.core.Tracer):
         if tuple(policy.shape) != shape:
-            raise ValueError(f"policy has shape {tuple(policy.shape)}, expected {shape} for {game.name}")
+            raise ValueError(
+                f"policy has shape {tuple(policy.shape)}, expected {shape} for {game.name}"
+            )
         return
     p = np.asarray(policy, dtype=np.float64)
     if p.shape != shape:
@@ -116,8 +118,10 @@ def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValu
     pol = sf.bottom_up(game, g, player, policy, sf.combine_policy)
     br = sf.bottom_up(game, g, player, policy, sf.combine_max)
     return CounterfactualValues(
-        *(sf.to_full(game, player, b) for b in (pol.action_values, pol.infoset_values,
-                                                br.action_values, br.infoset_values))
+        *(
+            sf.to_full(game, player, b)
+            for b in (pol.action_values, pol.infoset_values, br.action_values, br.infoset_values)
+        )
     )
 
 

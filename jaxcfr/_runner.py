@@ -149,7 +149,9 @@ def run(
         probe = [factory(**{k: v[g] for k, v in grid.items()}) for g in range(G)][0]
     except TypeError as exc:
         valid = list(inspect.signature(factory).parameters)
-        raise ValueError(f"invalid hparams {sorted(grid)} for {factory}: {exc}; valid: {valid}") from exc
+        raise ValueError(
+            f"invalid hparams {sorted(grid)} for {factory}: {exc}; valid: {valid}"
+        ) from exc
     needs_key = probe.needs_key
     key = jax.random.PRNGKey(0) if key is None else key
     seed_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_seeds))
@@ -190,7 +192,9 @@ def run(
     def get_chunk(length):
         if length not in chunks:
             chunks[length] = jax.jit(
-                jax.vmap(lambda g, st, hp, k: chunk_one(g, st, hp, k, length), in_axes=(None, 0, 0, 0))
+                jax.vmap(
+                    lambda g, st, hp, k: chunk_one(g, st, hp, k, length), in_axes=(None, 0, 0, 0)
+                )
             )
         return chunks[length]
 
@@ -202,7 +206,9 @@ def run(
     iterations, curves, walls = [], [], []
     compile_s = 0.0
     done = 0
-    start_iter = int(np.asarray(state.iteration).reshape(-1)[0]) if hasattr(state, "iteration") else 0
+    start_iter = (
+        int(np.asarray(state.iteration).reshape(-1)[0]) if hasattr(state, "iteration") else 0
+    )
     t_start = time.perf_counter()
     while done < num_iterations:
         length = min(eval_every, num_iterations - done)

@@ -32,13 +32,23 @@ def test_kuhn_two_simultaneous_iterations_by_hand(x64):
     state = step(game, step(game, state))
     avg = np.asarray(jaxcfr.average_policy(game, state))
     expected_bet = {
-        "P0 card:J | ": 0.75, "P0 card:Q | ": 0.75, "P0 card:K | ": 0.75,
-        "P0 card:J | pb": 0.5, "P0 card:Q | pb": 0.5, "P0 card:K | pb": 0.5,
-        "P1 card:J | p": 0.75, "P1 card:Q | p": 0.75, "P1 card:K | p": 0.75,
-        "P1 card:J | b": 0.25, "P1 card:Q | b": 0.75, "P1 card:K | b": 0.75,
+        "P0 card:J | ": 0.75,
+        "P0 card:Q | ": 0.75,
+        "P0 card:K | ": 0.75,
+        "P0 card:J | pb": 0.5,
+        "P0 card:Q | pb": 0.5,
+        "P0 card:K | pb": 0.5,
+        "P1 card:J | p": 0.75,
+        "P1 card:Q | p": 0.75,
+        "P1 card:K | p": 0.75,
+        "P1 card:J | b": 0.25,
+        "P1 card:Q | b": 0.75,
+        "P1 card:K | b": 0.75,
     }
     for i, key in enumerate(game.infoset_keys):
-        np.testing.assert_allclose(avg[i], [1 - expected_bet[key], expected_bet[key]], atol=1e-12, err_msg=key)
+        np.testing.assert_allclose(
+            avg[i], [1 - expected_bet[key], expected_bet[key]], atol=1e-12, err_msg=key
+        )
     assert int(state.iteration) == 2
 
 
@@ -80,15 +90,23 @@ BUDGETS = {
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-@pytest.mark.parametrize("case", sorted(BUDGETS), ids=lambda c: c[0] + "".join(f"-{v}" for _, v in c[1]))
+@pytest.mark.parametrize(
+    "case", sorted(BUDGETS), ids=lambda c: c[0] + "".join(f"-{v}" for _, v in c[1])
+)
 def test_converges_below_1e_3(x64, case, algorithm):
     name, params = case
     game = gt.load(name, **dict(params))
     budget = BUDGETS[case]
     eval_every = max(500, budget // 40)
-    res = jaxcfr.run(getattr(jaxcfr, algorithm)(), game, budget, eval_every, target_exploitability=1e-3)
+    res = jaxcfr.run(
+        getattr(jaxcfr, algorithm)(), game, budget, eval_every, target_exploitability=1e-3
+    )
     assert res.exploitability[0, -1] <= 1e-3, (res.iterations[-1], res.exploitability[0, -1])
-    value = float(jaxcfr.expected_value(game, jaxcfr.average_policy(game, jax.tree.map(lambda x: x[0], res.state)))[0])
+    value = float(
+        jaxcfr.expected_value(
+            game, jaxcfr.average_policy(game, jax.tree.map(lambda x: x[0], res.state))
+        )[0]
+    )
     lp = jaxcfr.solve_lp(game).value
     # |u(avg) - v*| <= exploitability-bound: each player's gain is at most NashConv
     assert abs(value - lp) <= 2 * 1e-3 + 1e-5
@@ -133,8 +151,12 @@ def test_resume_from_state_is_identical():
     game = gt.load("leduc_poker", suits=False)
     whole = jaxcfr.run(jaxcfr.cfr_plus(), game, 40, 10, num_seeds=2, init_scale=0.5)
     first = jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10, num_seeds=2, init_scale=0.5)
-    rest = jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10, num_seeds=2, init_scale=0.5, state=first.state)
-    np.testing.assert_array_equal(np.concatenate([first.nash_conv, rest.nash_conv], -1), whole.nash_conv)
+    rest = jaxcfr.run(
+        jaxcfr.cfr_plus(), game, 20, 10, num_seeds=2, init_scale=0.5, state=first.state
+    )
+    np.testing.assert_array_equal(
+        np.concatenate([first.nash_conv, rest.nash_conv], -1), whole.nash_conv
+    )
     np.testing.assert_array_equal(rest.iterations, [30, 40])
 
 
@@ -159,8 +181,18 @@ def test_current_policy_is_regret_matching():
         (lambda: jaxcfr.cfr(alternating="yes"), "alternating"),
         (lambda: jaxcfr.run(jaxcfr.cfr(), gt.load("kuhn_poker"), 10, 0), "eval_every"),
         (lambda: jaxcfr.run(jaxcfr.cfr(), gt.load("kuhn_poker"), 0, 1), "num_iterations"),
-        (lambda: jaxcfr.run(jaxcfr.dcfr, gt.load("kuhn_poker"), 10, 5, hparams={"alpha": jnp.array([1.0, -2.0])}), "alpha"),
-        (lambda: jaxcfr.run(jaxcfr.dcfr, gt.load("kuhn_poker"), 10, 5, hparams={"alpah": jnp.array([1.0])}), "alpah"),
+        (
+            lambda: jaxcfr.run(
+                jaxcfr.dcfr, gt.load("kuhn_poker"), 10, 5, hparams={"alpha": jnp.array([1.0, -2.0])}
+            ),
+            "alpha",
+        ),
+        (
+            lambda: jaxcfr.run(
+                jaxcfr.dcfr, gt.load("kuhn_poker"), 10, 5, hparams={"alpah": jnp.array([1.0])}
+            ),
+            "alpah",
+        ),
     ],
 )
 def test_bad_input(call, match):
@@ -191,5 +223,7 @@ def test_sharded_run_matches_unsharded(tmp_path):
 
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **env})
     sharded = np.load(tmp_path / "sharded.npy")
-    plain = jaxcfr.run(jaxcfr.cfr_plus(), gt.load("kuhn_poker"), 30, 10, num_seeds=8, init_scale=1.0)
+    plain = jaxcfr.run(
+        jaxcfr.cfr_plus(), gt.load("kuhn_poker"), 30, 10, num_seeds=8, init_scale=1.0
+    )
     np.testing.assert_allclose(sharded, plain.nash_conv, rtol=1e-6, atol=1e-7)

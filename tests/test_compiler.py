@@ -21,8 +21,17 @@ def _np(x):
 
 
 def test_registry_is_populated():
-    for name in ["kuhn_poker", "leduc_poker", "leduc5", "generic_poker", "liars_dice",
-                 "ii_goofspiel", "die_roll_poker", "biased_rps", "nonlocality"]:
+    for name in [
+        "kuhn_poker",
+        "leduc_poker",
+        "leduc5",
+        "generic_poker",
+        "liars_dice",
+        "ii_goofspiel",
+        "die_roll_poker",
+        "biased_rps",
+        "nonlocality",
+    ]:
         assert name in ALL_GAMES
 
 
@@ -44,7 +53,9 @@ def test_legal_masks_nonempty_and_match_tree(game):
     inf = _np(game.node_infoset)
     children = _np(game.node_children)
     decision = (player == 0) | (player == 1)
-    np.testing.assert_array_equal(children[decision][:, : game.num_actions] >= 0, mask[inf[decision]])
+    np.testing.assert_array_equal(
+        children[decision][:, : game.num_actions] >= 0, mask[inf[decision]]
+    )
     np.testing.assert_array_equal(_np(game.infoset_player)[inf[decision]], player[decision])
 
 
@@ -119,7 +130,7 @@ def test_sequence_form_payoffs_match_tree(game):
 
 def test_deterministic_numbering(game):
     again = gt.load(game.name, **game.params)
-    for a, b in zip(jax.tree_util.tree_leaves(game), jax.tree_util.tree_leaves(again)):
+    for a, b in zip(jax.tree_util.tree_leaves(game), jax.tree_util.tree_leaves(again), strict=True):
         np.testing.assert_array_equal(_np(a), _np(b))
     assert again.infoset_keys == game.infoset_keys
     assert jax.tree_util.tree_structure(again) == jax.tree_util.tree_structure(game)
@@ -128,7 +139,7 @@ def test_deterministic_numbering(game):
 def test_passes_through_jit_and_vmap(game):
     out = jax.jit(lambda g: g)(game)
     assert out.meta == game.meta
-    for a, b in zip(jax.tree_util.tree_leaves(game), jax.tree_util.tree_leaves(out)):
+    for a, b in zip(jax.tree_util.tree_leaves(game), jax.tree_util.tree_leaves(out), strict=True):
         np.testing.assert_array_equal(_np(a), _np(b))
 
     def utility_sum(g, key):

@@ -11,7 +11,9 @@ import jaxcfr
 
 def _random_policy(game, seed):
     rng = np.random.default_rng(seed)
-    pol = rng.random((game.num_infosets, game.num_actions)) * np.asarray(game.meta.host["legal_mask"])
+    pol = rng.random((game.num_infosets, game.num_actions)) * np.asarray(
+        game.meta.host["legal_mask"]
+    )
     return pol / pol.sum(axis=1, keepdims=True)
 
 
@@ -22,7 +24,11 @@ def _random_policy(game, seed):
         ("kuhn_poker", {}, 11 / 12),
         ("leduc_poker", {}, 4.747222222222222),
         ("leduc_poker", {"suits": False}, 4.747222222222222),
-        ("generic_poker", {"num_types": 3, "cards_per_type": 2, "max_raises": 1, "num_bet_sizes": 1}, 4.747222222222222),
+        (
+            "generic_poker",
+            {"num_types": 3, "cards_per_type": 2, "max_raises": 1, "num_bet_sizes": 1},
+            4.747222222222222,
+        ),
     ],
 )
 def test_uniform_nash_conv_closed_forms(x64, name, params, expected):
@@ -36,10 +42,18 @@ def _kuhn_equilibrium(game, alpha):
     """Hoehn et al. (2005) family, written from GAMES.md 1.1 by infoset key."""
     pol = np.zeros((game.num_infosets, 2))  # actions: 0 = pass/fold, 1 = bet/call
     bet = {
-        "P0 card:J | ": alpha, "P0 card:Q | ": 0.0, "P0 card:K | ": 3 * alpha,
-        "P0 card:J | pb": 0.0, "P0 card:Q | pb": alpha + 1 / 3, "P0 card:K | pb": 1.0,
-        "P1 card:J | b": 0.0, "P1 card:Q | b": 1 / 3, "P1 card:K | b": 1.0,
-        "P1 card:J | p": 1 / 3, "P1 card:Q | p": 0.0, "P1 card:K | p": 1.0,
+        "P0 card:J | ": alpha,
+        "P0 card:Q | ": 0.0,
+        "P0 card:K | ": 3 * alpha,
+        "P0 card:J | pb": 0.0,
+        "P0 card:Q | pb": alpha + 1 / 3,
+        "P0 card:K | pb": 1.0,
+        "P1 card:J | b": 0.0,
+        "P1 card:Q | b": 1 / 3,
+        "P1 card:K | b": 1.0,
+        "P1 card:J | p": 1 / 3,
+        "P1 card:Q | p": 0.0,
+        "P1 card:K | p": 1.0,
     }
     for i, key in enumerate(game.infoset_keys):
         pol[i] = [1 - bet[key], bet[key]]
@@ -51,7 +65,9 @@ def test_kuhn_equilibrium_family_has_zero_nash_conv(x64, alpha):
     game = gt.load("kuhn_poker")
     pol = _kuhn_equilibrium(game, alpha)
     assert abs(float(jaxcfr.nash_conv(game, pol))) < 1e-9
-    np.testing.assert_allclose(np.asarray(jaxcfr.expected_value(game, pol)), [-1 / 18, 1 / 18], atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(jaxcfr.expected_value(game, pol)), [-1 / 18, 1 / 18], atol=1e-12
+    )
 
 
 def test_kuhn_off_equilibrium_is_exploitable(x64):
@@ -74,7 +90,9 @@ def test_best_response_is_one_hot_and_attains_value(x64):
         other = game.player_slice(1 - p)
         np.testing.assert_allclose(br[other], pol[other])
         # the BR profile's expected value is the BR value
-        np.testing.assert_allclose(float(jaxcfr.expected_value(game, br)[p]), float(value), atol=1e-10)
+        np.testing.assert_allclose(
+            float(jaxcfr.expected_value(game, br)[p]), float(value), atol=1e-10
+        )
 
 
 def test_counterfactual_values_are_consistent(x64):
@@ -88,7 +106,10 @@ def test_counterfactual_values_are_consistent(x64):
         ev = float(jaxcfr.expected_value(game, pol)[p])
         start, end = game.meta.infoset_levels[p][0]
         assert abs(float(jnp.sum(cfv.infoset_values[start:end])) - ev) < 1e-12
-        assert (np.asarray(cfv.best_response_infoset_values)[sl] >= np.asarray(cfv.infoset_values)[sl] - 1e-12).all()
+        assert (
+            np.asarray(cfv.best_response_infoset_values)[sl]
+            >= np.asarray(cfv.infoset_values)[sl] - 1e-12
+        ).all()
 
 
 def test_kuhn_counterfactual_value_by_hand(x64):
@@ -108,14 +129,19 @@ def _openspiel_nash_conv(game, pol):
     from open_spiel.python import policy as os_policy
 
     tab = gt.to_tabular_policy(game, pol)
-    return pyspiel.nash_conv(game.meta.host["openspiel_game"], os_policy.python_policy_to_pyspiel_policy(tab))
+    return pyspiel.nash_conv(
+        game.meta.host["openspiel_game"], os_policy.python_policy_to_pyspiel_policy(tab)
+    )
 
 
 OS_GAMES = [
     ("kuhn_poker", {}),
     ("leduc_poker", {}),
     ("liars_dice", {"numdice": 1}),
-    ("goofspiel", {"imp_info": True, "num_cards": 4, "points_order": "ascending", "returns_type": "win_loss"}),
+    (
+        "goofspiel",
+        {"imp_info": True, "num_cards": 4, "points_order": "ascending", "returns_type": "win_loss"},
+    ),
 ]
 
 
@@ -151,7 +177,9 @@ def test_lp_leduc_value(x64):
     assert float(jaxcfr.nash_conv(gt.load("leduc_poker"), sol.policy)) < 1e-8
 
 
-@pytest.mark.parametrize("left_leaf,value,minimizer", [(1, 1.0, (1 / 3, 2 / 3)), (2, 1.25, (1 / 6, 5 / 6))])
+@pytest.mark.parametrize(
+    "left_leaf,value,minimizer", [(1, 1.0, (1 / 3, 2 / 3)), (2, 1.25, (1 / 6, 5 / 6))]
+)
 def test_lp_nonlocality(x64, left_leaf, value, minimizer):
     game = gt.load("nonlocality", left_leaf=left_leaf)
     sol = jaxcfr.solve_lp(game)
@@ -237,7 +265,9 @@ def test_rows_not_summing_to_one(kuhn):
 def test_mass_on_illegal_action():
     game = gt.load("leduc_poker")
     pol = np.asarray(gt.uniform_policy(game)).copy()
-    row = int(np.argmin(np.asarray(game.legal_mask).sum(axis=1)))  # an infoset with an illegal action
+    row = int(
+        np.argmin(np.asarray(game.legal_mask).sum(axis=1))
+    )  # an infoset with an illegal action
     illegal = int(np.argmin(np.asarray(game.legal_mask)[row]))
     pol[row] = 0.0
     pol[row, illegal] = 1.0

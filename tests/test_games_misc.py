@@ -96,9 +96,7 @@ SIZES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "name,params,expected", SIZES, ids=[f"{n}-{p}" for n, p, _ in SIZES]
-)
+@pytest.mark.parametrize("name,params,expected", SIZES, ids=[f"{n}-{p}" for n, p, _ in SIZES])
 def test_sizes(name, params, expected):
     sizes = gt.load(name, **params).sizes
     assert {k: sizes[k] for k in expected} == expected

@@ -249,9 +249,7 @@ def test_leduc_rules():
 
 def test_leduc_rank_chance_and_generic_equivalence():
     r = gt.make_rules("leduc_poker", suits=False)
-    g = gt.make_rules(
-        "generic_poker", num_types=3, cards_per_type=2, max_raises=1, num_bet_sizes=1
-    )
+    g = gt.make_rules("generic_poker", num_types=3, cards_per_type=2, max_raises=1, num_bet_sizes=1)
     assert _split(r.chance_outcomes(_play(r, [2]))) == ([0, 1, 2], [0.4, 0.4, 0.2])
     assert _split(r.chance_outcomes(_play(r, [2, 2]))) == ([0, 1], [0.5, 0.5])
     s = _play(r, [2, 1, 2, 1, 0])

@@ -26,7 +26,12 @@ CASES = [
         {"num_cards": 4, "first_point": 1, "decide_last_card": False},
         pyspiel.load_game(
             "goofspiel",
-            {"imp_info": True, "num_cards": 4, "points_order": "ascending", "returns_type": "win_loss"},
+            {
+                "imp_info": True,
+                "num_cards": 4,
+                "points_order": "ascending",
+                "returns_type": "win_loss",
+            },
         ),
     ),
 ]

@@ -82,7 +82,11 @@ class PokerEngine(Rules):
         return str(outcome)
 
     def private_label(self, deals: tuple[int, ...], player: int) -> str:
-        own = [self.deal_label(d) for d, o in zip(deals, self._flat_owners) if o == player]
+        own = [
+            self.deal_label(d)
+            for d, o in zip(deals, self._flat_owners, strict=False)
+            if o == player
+        ]
         return f"{self.private_name}:{','.join(own)}"
 
     # ---- betting --------------------------------------------------------------

@@ -28,9 +28,7 @@ class LeducPoker(DeckPoker):
         if not isinstance(suits, bool):
             raise ValueError(f"suits must be a bool (True or False), got {suits!r}")
         self.suits = suits
-        self._setup_deck(
-            num_types=3, copies=2, suits=suits, round_sizes=((2,), (4,)), max_raises=1
-        )
+        self._setup_deck(num_types=3, copies=2, suits=suits, round_sizes=((2,), (4,)), max_raises=1)
 
     def params(self):
         return {"suits": self.suits}
