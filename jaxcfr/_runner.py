@@ -200,7 +200,12 @@ def run(
 
     bar = None
     if progress is True:
-        from tqdm.auto import tqdm
+        try:
+            from tqdm.auto import tqdm
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "progress=True needs tqdm (pip install tqdm); or pass a callable"
+            ) from exc
 
         bar = tqdm(total=num_iterations, unit="it", desc=f"{probe.name} on {game.name}")
     iterations, curves, walls = [], [], []
