@@ -285,7 +285,7 @@ def _run_algorithm(
         key=jax.random.PRNGKey(config.key),
         num_seeds=config.seeds,
         evaluate=algo.evaluate,
-        init_scale=algo.init_scale,
+        init_scale=0.0 if solver.needs_key else algo.init_scale,  # sampling: seeds differ by key
         state=run.state,
         on_chunk=on_chunk,
     )

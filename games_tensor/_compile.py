@@ -14,6 +14,7 @@ same rules give identical arrays.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from array import array
@@ -338,6 +339,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         "public_state_keys": tuple(str(k) for k in w.public_ids),
         "compile_seconds": 0.0,
     }
+    digest = hashlib.sha1()
+    for arr in (legal_mask, inf_player, parent_seq, abstract_infoset, node_player, node_children):
+        digest.update(np.ascontiguousarray(arr).tobytes())
     meta = GameMeta(
         name=rules.name,
         params=tuple(sorted(rules.params().items())),
@@ -354,6 +358,7 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         num_public_states=len(w.public_ids),
         num_abstract_infosets=int(abstract_legal.shape[0]),
         has_abstraction=has_abstraction,
+        fingerprint=digest.hexdigest(),
         infoset_keys=keys,
         abstract_keys=abstract_keys,
         host=host,

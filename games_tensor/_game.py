@@ -37,8 +37,9 @@ TERMINAL = -4
 class GameMeta:
     """Static (hashable) metadata of a compiled game.
 
-    Equality and hash use only ``name``, ``params`` and the shapes, so two
-    compiles of the same game share jit caches. The host-side extras (readable
+    Equality and hash use ``name``, ``params``, the shapes and a fingerprint of the
+    tree structure, so two compiles of the same game share jit caches while games
+    that differ (algorithms read static layouts from here) never do. The host-side extras (readable
     infoset names, float64 copies of the float arrays) ride along unhashed.
     """
 
@@ -57,6 +58,7 @@ class GameMeta:
     num_public_states: int
     num_abstract_infosets: int
     has_abstraction: bool
+    fingerprint: str  # hash of the tree structure: games that differ never share a trace
     infoset_keys: tuple[str, ...] = dataclasses.field(repr=False)
     abstract_keys: tuple[str, ...] = dataclasses.field(repr=False)
     host: dict = dataclasses.field(repr=False)  # float64 numpy copies, see compile
@@ -76,6 +78,7 @@ class GameMeta:
             self.node_levels,
             self.num_public_states,
             self.num_abstract_infosets,
+            self.fingerprint,
         )
 
     def __eq__(self, other):

@@ -48,7 +48,6 @@ class OpenSpielRules(Rules):
         self.os_game = os_game
         self.name = f"openspiel:{os_game}"
         self.num_actions = os_game.num_distinct_actions()
-        self.perfect_recall = True
 
     def params(self) -> dict[str, Any]:
         return {"game": str(self.os_game)}
@@ -128,7 +127,7 @@ def to_tabular_policy(game: Game, policy):
 
 
 def from_tabular_policy(game: Game, tabular_policy):
-    """``TabularPolicy`` (or any OpenSpiel ``Policy``) -> ``[I, A]`` array."""
+    """OpenSpiel ``TabularPolicy`` (same game) -> ``[I, A]`` array."""
     _require_openspiel_game(game)
     out = np.zeros((game.num_infosets, game.num_actions))
     lookup = getattr(tabular_policy, "state_lookup", None)

@@ -42,13 +42,14 @@ class Rules(abc.ABC):
       name: registry name, e.g. ``"kuhn_poker"``.
       num_actions: size of the game's global action space ``A``; every legal
         action is an int in ``[0, A)`` and policies are ``[I, A]`` arrays.
-      perfect_recall: whether the information-state keys give perfect recall.
-        The compiler checks it and refuses a game that claims it wrongly.
+
+    The information-state keys must give perfect recall (the compiler checks it and
+    refuses keys that do not); express imperfect recall as an abstraction with
+    :meth:`abstract_information_state`.
     """
 
     name: str = "rules"
     num_actions: int = 0
-    perfect_recall: bool = True
 
     # ---- parameters -------------------------------------------------------
     def params(self) -> dict[str, Any]:

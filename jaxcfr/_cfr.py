@@ -31,7 +31,7 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr import _sequence_form as sf
-from jaxcfr._solver import Solver, regret_matching
+from jaxcfr._solver import Solver, check_state, regret_matching
 
 
 class CFRState(NamedTuple):
@@ -144,6 +144,7 @@ def make_cfr_solver(
         return CFRState(regrets, zeros, zeros, jnp.zeros((), jnp.int32))
 
     def update(game: Game, state: CFRState) -> CFRState:
+        check_state(game, state)
         t = state.iteration + 1
         rows = (state.regrets, state.strategy_sum, state.prediction)
         if alternating:

@@ -33,7 +33,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver
+from jaxcfr._solver import Solver, check_state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,9 +256,9 @@ def external_sampling() -> Solver:
 
     Returns:
       A :class:`Solver` with ``init(game) -> MCCFRState`` (zero ``regrets`` [I, A],
-      ``strategy_sum`` [I, A], ``iteration`` int32; it also builds the game's static
-      traversal layout on the host, so call it on a concrete game before tracing
-      ``update``) and ``update(game, state, key) -> MCCFRState`` (the key is consumed).
+      ``strategy_sum`` [I, A], ``iteration`` int32) and
+      ``update(game, state, key) -> MCCFRState`` (the key is consumed). The static
+      traversal layout is built on the host from the game's metadata when first needed.
 
     Example::
 
@@ -277,7 +277,7 @@ def external_sampling() -> Solver:
         return smp.init_state(game)
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
-        smp.check_state(game, state)
+        check_state(game, state)
         regrets, strategy_sum = state.regrets, state.strategy_sum
         tables = smp.node_tables(game)
         n0, n1 = num_uniforms(game, 0), num_uniforms(game, 1)

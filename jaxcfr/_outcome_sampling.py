@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver
+from jaxcfr._solver import Solver, check_state
 
 
 class _Step(NamedTuple):
@@ -141,12 +141,14 @@ def _updates(game: Game, steps: list[_Step], utility, update_players: tuple[int,
         if a_here:
             avg_rows.append(jnp.where(a_step, s.infoset, I))
             avg_vals.append(a_prefix * s.sigma)
-    return (
-        jnp.stack(regret_rows),
-        jnp.stack(regret_vals),
-        jnp.stack(avg_rows),
-        jnp.stack(avg_vals),
-    )
+
+    def stack(rows, vals):
+        # a player that never acts in this game contributes no rows at all
+        if not rows:
+            return jnp.zeros((0,), jnp.int32), jnp.zeros((0, A), utility.dtype)
+        return jnp.stack(rows), jnp.stack(vals)
+
+    return (*stack(regret_rows, regret_vals), *stack(avg_rows, avg_vals))
 
 
 def _trajectory(game: Game, tables, regrets, u, epsilon, alternating: bool, player: int):
@@ -202,7 +204,7 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True) -> Solver:
         return smp.init_state(game)
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
-        smp.check_state(game, state)
+        check_state(game, state)
         D = game.meta.max_depth
         regrets, strategy_sum = state.regrets, state.strategy_sum
         tables = smp.node_tables(game)

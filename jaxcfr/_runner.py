@@ -13,17 +13,20 @@ Batch layout: ``B = G * num_seeds`` runs, G hyper-parameter settings (1 without
 ``fold_in(key, i)`` whatever the batch size, and iteration ``t`` of a sampling
 solver consumes ``fold_in(seed_key, t)``, so a seed fully determines its run.
 
-Multiple devices: when more than one local device is present (or ``devices`` is
-given) the batch axis is sharded with a 1-D ``jax.sharding.Mesh`` and
-``NamedSharding``; B must be divisible by the number of devices. Across hosts,
+Multiple devices: when more than one local device is present and the batch
+divides evenly among them (or when ``devices`` is given, where it must divide),
+the batch axis is sharded with a 1-D ``jax.sharding.Mesh`` and
+``NamedSharding``; the NashConv curves are gathered replicated. Across hosts,
 call ``jax.distributed.initialize()`` in every process first, then pass
-``devices=jax.devices()`` (all global devices); each host then runs its part of
-the batch and the curves come back replicated.
+``devices=jax.devices()`` (all global devices). Tested with forced host devices
+on one machine; not yet on several hosts. Compiled chunks are cached per
+(solver, evaluation, chunk length), so repeated or resumed runs do not recompile.
 """
 
 from __future__ import annotations
 
 import inspect
+import numbers
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -62,27 +65,71 @@ def _nash_conv_unchecked(game: Game, policy: jax.Array) -> jax.Array:
     return jnp.sum(br_values_unchecked(game, sf.normalize_policy(game, policy)))
 
 
-def _as_factory(solver) -> Callable[..., Solver]:
+def _as_factory(solver, hparams) -> tuple[Callable[..., Solver], Any]:
+    """The factory behind ``solver`` and a hashable key for compiled-function caching."""
     if isinstance(solver, Solver):
-        return lambda **_: solver
+        if hparams:
+            raise ValueError(
+                "hparams need a solver factory (e.g. jaxcfr.dcfr), not a built Solver "
+                f"({solver!r}), whose hyper-parameters are already fixed"
+            )
+        try:
+            key = ("solver", solver.name, solver.hyperparams, solver.needs_key)
+            hash(key)
+        except TypeError:  # unhashable hyper-parameter values: cache per instance
+            key = ("solver-id", id(solver))
+        return (lambda **_: solver), key
     if callable(solver):
-        return solver
+        return solver, ("factory", solver)
     raise ValueError(f"solver must be a jaxcfr Solver or a factory of one, got {solver!r}")
 
 
 def _sharding(devices, batch: int):
-    if devices is None:
-        devices = jax.local_devices()
-    devices = list(devices)
+    """1-D batch sharding over ``devices``; by default over all local devices when the
+    batch divides evenly among them (else unsharded)."""
+    explicit = devices is not None
+    devices = list(jax.local_devices() if devices is None else devices)
     if len(devices) <= 1:
         return None
     if batch % len(devices):
+        if not explicit:
+            return None
         raise ValueError(
             f"the batch of {batch} runs is not divisible by the {len(devices)} devices; "
             "choose num_seeds (times the hyper-parameter grid size) as a multiple"
         )
     mesh = Mesh(np.asarray(devices), ("batch",))
     return NamedSharding(mesh, PartitionSpec("batch"))
+
+
+def _first_iteration(state) -> int:
+    """Iteration counter of a batched state (read from an addressable shard)."""
+    it = getattr(state, "iteration", None)
+    if it is None:
+        return 0
+    if isinstance(it, jax.Array) and not it.is_fully_addressable:
+        it = it.addressable_shards[0].data
+    return int(np.asarray(it).reshape(-1)[0])
+
+
+def _is_integer(x) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+# Compiled chunk functions, shared by every ``run`` call with the same solver,
+# evaluation and chunk length (jax.jit then caches one executable per game shape).
+_COMPILED: dict[Any, Callable] = {}
+_MAX_COMPILED = 128
+_TRACED: set = set()  # (length, key, game meta, batch) already compiled: timing bookkeeping
+
+
+def _compiled(key, build):
+    fn = _COMPILED.get(key)
+    if fn is None:
+        if len(_COMPILED) >= _MAX_COMPILED:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        fn = _COMPILED[key] = build()
+    return fn
 
 
 def run(
@@ -130,15 +177,17 @@ def run(
     Returns:
       :class:`RunResult` with NumPy curves.
     """
-    if not isinstance(num_iterations, int) or num_iterations < 1:
-        raise ValueError(f"num_iterations must be an integer >= 1, got {num_iterations!r}")
-    if not isinstance(eval_every, int) or eval_every < 1:
-        raise ValueError(f"eval_every must be an integer >= 1, got {eval_every!r}")
-    if not isinstance(num_seeds, int) or num_seeds < 1:
-        raise ValueError(f"num_seeds must be an integer >= 1, got {num_seeds!r}")
+    for name, value in (
+        ("num_iterations", num_iterations),
+        ("eval_every", eval_every),
+        ("num_seeds", num_seeds),
+    ):
+        if not _is_integer(value) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    num_iterations, eval_every, num_seeds = int(num_iterations), int(eval_every), int(num_seeds)
     if evaluate not in ("average", "current"):
         raise ValueError(f"evaluate must be 'average' or 'current', got {evaluate!r}")
-    factory = _as_factory(solver)
+    factory, solver_key = _as_factory(solver, hparams)
     grid = {} if hparams is None else {k: jnp.asarray(v) for k, v in hparams.items()}
     sizes = {v.shape[0] if v.ndim else -1 for v in grid.values()}
     if len(sizes) > 1 or -1 in sizes:
@@ -153,13 +202,17 @@ def run(
             f"invalid hparams {sorted(grid)} for {factory}: {exc}; valid: {valid}"
         ) from exc
     needs_key = probe.needs_key
+    if needs_key and init_scale > 0:
+        raise ValueError(
+            f"init_scale applies to deterministic solvers; {probe.name} varies by its key"
+        )
     key = jax.random.PRNGKey(0) if key is None else key
     seed_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_seeds))
     seed_keys = jnp.tile(seed_keys, (G,) + (1,) * (seed_keys.ndim - 1))
     flat_grid = {k: jnp.repeat(v, num_seeds) for k, v in grid.items()}
     policy_fn = average_policy if evaluate == "average" else current_policy
 
-    def init_one(hp, k):
+    def init_one(game, hp, k):
         s = factory(**hp)
         if needs_key or init_scale <= 0:
             return s.init(game)
@@ -180,23 +233,37 @@ def run(
         return st, _nash_conv_unchecked(game, policy_fn(game, st))
 
     sharding = _sharding(devices, B)
+    mesh_key = None if sharding is None else tuple(d.id for d in sharding.mesh.devices.flat)
+    base_key = (solver_key, tuple(sorted(grid)), needs_key, evaluate, float(init_scale), mesh_key)
     if state is None:
-        state = jax.jit(jax.vmap(init_one))(flat_grid, seed_keys)
+        init_fn = _compiled(("init", base_key), lambda: jax.jit(jax.vmap(init_one, (None, 0, 0))))
+        state = init_fn(game, flat_grid, seed_keys)
+    else:
+        lead = {np.shape(x)[0] if np.ndim(x) else None for x in jax.tree.leaves(state)}
+        if lead != {B}:
+            raise ValueError(
+                f"state is batched as {sorted(lead, key=str)}, but this run has B = {B} "
+                f"runs ({G} settings x {num_seeds} seeds); resume with the same batch"
+            )
+    start_iter = _first_iteration(state)
+    out_shardings = None
     if sharding is not None:
         put = lambda x: jax.device_put(x, sharding)  # noqa: E731
         state, seed_keys = jax.tree.map(put, state), put(seed_keys)
         flat_grid = jax.tree.map(put, flat_grid)
-
-    chunks: dict[int, Callable] = {}
+        replicated = NamedSharding(sharding.mesh, PartitionSpec())
+        out_shardings = (jax.tree.map(lambda _: sharding, state), replicated)
 
     def get_chunk(length):
-        if length not in chunks:
-            chunks[length] = jax.jit(
-                jax.vmap(
-                    lambda g, st, hp, k: chunk_one(g, st, hp, k, length), in_axes=(None, 0, 0, 0)
-                )
+        def build():
+            batched = jax.vmap(
+                lambda g, st, hp, k: chunk_one(g, st, hp, k, length), in_axes=(None, 0, 0, 0)
             )
-        return chunks[length]
+            if out_shardings is None:
+                return jax.jit(batched)
+            return jax.jit(batched, out_shardings=out_shardings)
+
+        return _compiled(("chunk", length, base_key), build)
 
     bar = None
     if progress is True:
@@ -211,15 +278,15 @@ def run(
     iterations, curves, walls = [], [], []
     compile_s = 0.0
     done = 0
-    start_iter = (
-        int(np.asarray(state.iteration).reshape(-1)[0]) if hasattr(state, "iteration") else 0
-    )
     t_start = time.perf_counter()
     while done < num_iterations:
         length = min(eval_every, num_iterations - done)
-        first = length not in chunks
+        fn = get_chunk(length)
+        signature = (length, base_key, game.meta, B)
+        first = signature not in _TRACED
+        _TRACED.add(signature)
         t0 = time.perf_counter()
-        state, nc = get_chunk(length)(game, state, flat_grid, seed_keys)
+        state, nc = fn(game, state, flat_grid, seed_keys)
         nc = np.asarray(jax.block_until_ready(nc))
         if first:
             compile_s += time.perf_counter() - t0

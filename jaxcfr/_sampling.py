@@ -56,18 +56,6 @@ def init_state(game: Game) -> MCCFRState:
     return MCCFRState(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((), jnp.int32))
 
 
-def check_state(game: Game, state) -> None:
-    """Raise ``ValueError`` (at trace time) unless the state's tables are ``[I, A]``
-    of ``game`` (e.g. a state batched by ``vmap`` passed to an unbatched update)."""
-    shape = (game.num_infosets, game.num_actions)
-    for name in ("regrets", "strategy_sum"):
-        got = tuple(getattr(state, name).shape)
-        if got != shape:
-            raise ValueError(
-                f"state.{name} has shape {got}, expected [I, A] = {shape} for {game.name}"
-            )
-
-
 # ---------------------------------------------------------------- hyper-parameters
 def check_probability(name: str, value) -> None:
     """Raise ``ValueError`` unless ``value`` is a number in (0, 1].

@@ -48,6 +48,18 @@ class Solver:
         return f"{self.name}({args})"
 
 
+def check_state(game: Game, state) -> None:
+    """Raise ``ValueError`` (at trace time) unless the state's tables are ``[I, A]``
+    of ``game`` (e.g. a state batched by ``vmap`` passed to an unbatched update)."""
+    shape = (game.num_infosets, game.num_actions)
+    for name in ("regrets", "strategy_sum"):
+        got = tuple(getattr(state, name).shape)
+        if got != shape:
+            raise ValueError(
+                f"state.{name} has shape {got}, expected [I, A] = {shape} for {game.name}"
+            )
+
+
 def regret_matching(regrets: jax.Array, legal_mask: jax.Array, uniform: jax.Array | None = None):
     """sigma(I, a) = R+(I, a) / sum_a' R+(I, a'), uniform over legal actions when the sum is 0.
 

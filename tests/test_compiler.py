@@ -209,3 +209,24 @@ def test_history_limit_refuses_before_walking():
 
     with pytest.raises(gt.GameTooLargeError, match="GiB"):
         gt.compile(Big())
+
+
+def test_different_games_never_share_metadata():
+    """Same name, parameters and shapes but a different tree: the metadata (the jit
+    cache key) differs, so static layouts baked into a trace cannot leak across."""
+
+    class Left(_ForgetfulRules):
+        def current_player(self, s):
+            return TERMINAL if len(s) == 2 else len(s)
+
+        def information_state(self, s, player):
+            return f"p{player}"
+
+    class Right(Left):
+        def current_player(self, s):
+            return TERMINAL if len(s) == 2 else 1 - len(s)
+
+    a, b = gt.compile(Left()), gt.compile(Right())
+    assert a.name == b.name and a.params == b.params
+    assert a.meta != b.meta
+    assert gt.compile(Left()).meta == a.meta

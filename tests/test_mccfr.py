@@ -350,3 +350,40 @@ def test_alternating_validated():
         jaxcfr.outcome_sampling(alternating=1)
     jaxcfr.outcome_sampling(epsilon=1)  # the closed end is allowed
     jaxcfr.outcome_sampling(epsilon=jnp.float32(0.3))
+
+
+class _OnlyP1Acts(gt.Rules):
+    """Chance picks a coin; P1 (player 0) guesses it without seeing it; P2 never acts."""
+
+    name = "only_p1_acts"
+    num_actions = 2
+
+    def initial_state(self):
+        return ()
+
+    def current_player(self, s):
+        return (gt.CHANCE, 0, gt.TERMINAL)[len(s)]
+
+    def chance_outcomes(self, s):
+        return ((0, 0.25), (1, 0.75))
+
+    def legal_actions(self, s):
+        return (0, 1)
+
+    def apply(self, s, a):
+        return s + (a,)
+
+    def returns(self, s):
+        u = 1.0 if s[0] == s[1] else -1.0
+        return (u, -u)
+
+    def information_state(self, s, player):
+        return "guess"
+
+
+@pytest.mark.parametrize("factory", [jaxcfr.outcome_sampling, jaxcfr.external_sampling])
+def test_game_where_one_player_never_acts(factory):
+    game = gt.compile(_OnlyP1Acts())
+    res = jaxcfr.run(factory(), game, 400, 400, key=jax.random.PRNGKey(1))
+    state = jax.tree.map(lambda x: x[0], res.state)
+    np.testing.assert_allclose(np.asarray(jaxcfr.average_policy(game, state))[0], [0, 1], atol=0.05)
