@@ -75,6 +75,7 @@ class _Walk:
         self.t_seq0 = array("q")
         self.t_seq1 = array("q")
         self.t_weight = array("d")  # chance reach * u_0
+        self.t_public = array("i")  # public state at the terminal
 
     def infoset_of(self, state, p, legal, own_seq):
         rules = self.rules
@@ -141,6 +142,7 @@ class _Walk:
             self.t_seq0.append(seq0)
             self.t_seq1.append(seq1)
             self.t_weight.append(reach * u0)
+            self.t_public.append(pub)
             return
         self.utility.append(0.0)
         if p == CHANCE:
@@ -200,6 +202,44 @@ def _renumber_infosets(w: _Walk) -> tuple[np.ndarray, list[list[tuple[int, int]]
 def _remap_seq(seq: np.ndarray, new_id: np.ndarray, A: int, empty: int) -> np.ndarray:
     seq = np.asarray(seq, dtype=np.int64)
     return np.where(seq < 0, empty, new_id[np.maximum(seq, 0) // A] * A + seq % A)
+
+
+def _payoff_blocks(s0, s1, weight, public, num_sequences, max_padding=3.0):
+    """Dense blocks of the sequence-form payoff matrix, one per terminal public state.
+
+    Terminals sharing a public state pair every P1 sequence of the block with every
+    P2 sequence (poker: the private cards vary), so the sparse payoff sum becomes
+    G small dense matrix-vector products: rows [G, R] and cols [G, C] of flat
+    sequence ids (padding: ``num_sequences``, out of range), payoffs [G, R, C].
+    Returns empty arrays (G = 0) when padding would exceed ``max_padding`` times the
+    number of entries (e.g. II-Goofspiel, whose public states are coarse).
+    """
+    empty = (np.zeros((0, 1), np.int32), np.zeros((0, 1), np.int32), np.zeros((0, 1, 1)))
+    if s0.size == 0:
+        return empty
+    order = np.lexsort((s1, s0, public))
+    s0, s1, weight, public = s0[order], s1[order], weight[order], public[order]
+    groups, starts = np.unique(public, return_index=True)
+    bounds = list(starts) + [public.size]
+    per = []
+    R = C = 1
+    for g in range(groups.size):
+        a, b = bounds[g], bounds[g + 1]
+        rows, r_idx = np.unique(s0[a:b], return_inverse=True)
+        cols, c_idx = np.unique(s1[a:b], return_inverse=True)
+        per.append((rows, cols, r_idx, c_idx, weight[a:b]))
+        R, C = max(R, rows.size), max(C, cols.size)
+    if groups.size * R * C > max_padding * s0.size:
+        return empty
+    G = groups.size
+    rows_arr = np.full((G, R), num_sequences, np.int32)
+    cols_arr = np.full((G, C), num_sequences, np.int32)
+    pay = np.zeros((G, R, C))
+    for g, (rows, cols, r_idx, c_idx, w) in enumerate(per):
+        rows_arr[g, : rows.size] = rows
+        cols_arr[g, : cols.size] = cols
+        np.add.at(pay[g], (r_idx, c_idx), w)
+    return rows_arr, cols_arr, pay
 
 
 def _breadth_first_order(parent: np.ndarray, slot: np.ndarray, depth: np.ndarray):
@@ -299,6 +339,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     starts = np.nonzero(first)[0]
     sf_seq0, sf_seq1 = s0[starts], s1[starts]
     sf_payoff = np.add.reduceat(tw, starts)
+    blocks = _payoff_blocks(
+        s0, s1, tw, np.frombuffer(w.t_public, dtype=np.int32)[order], n_inf * A + 1
+    )
 
     # ---- history tree -----------------------------------------------------
     parent = np.frombuffer(w.parent, dtype=np.int32).astype(np.int64)
@@ -351,6 +394,7 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         num_histories=H,
         num_terminals=num_terminals,
         num_sf_terminals=int(sf_payoff.size),
+        num_payoff_blocks=int(blocks[2].shape[0]),
         max_depth=int(depth.max()),
         max_children=K,
         infoset_levels=(tuple(inf_levels[0]), tuple(inf_levels[1])),
@@ -374,6 +418,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         sf_seq0=jnp.asarray(sf_seq0.astype(i32)),
         sf_seq1=jnp.asarray(sf_seq1.astype(i32)),
         sf_payoff=jnp.asarray(sf_payoff, dtype=fdt),
+        block_rows=jnp.asarray(blocks[0]),
+        block_cols=jnp.asarray(blocks[1]),
+        block_payoff=jnp.asarray(blocks[2], dtype=fdt),
         node_player=jnp.asarray(node_player.astype(i32)),
         node_infoset=jnp.asarray(node_infoset),
         node_children=jnp.asarray(node_children),

@@ -51,6 +51,7 @@ class GameMeta:
     num_histories: int
     num_terminals: int
     num_sf_terminals: int
+    num_payoff_blocks: int  # G > 0: terminal payoffs also laid out as dense blocks
     max_depth: int
     max_children: int
     infoset_levels: tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
@@ -73,6 +74,7 @@ class GameMeta:
             self.num_histories,
             self.num_terminals,
             self.num_sf_terminals,
+            self.num_payoff_blocks,
             self.max_children,
             self.infoset_levels,
             self.node_levels,
@@ -97,6 +99,9 @@ _DATA_FIELDS = (
     "sf_seq0",
     "sf_seq1",
     "sf_payoff",
+    "block_rows",
+    "block_cols",
+    "block_payoff",
     "node_player",
     "node_infoset",
     "node_children",
@@ -127,6 +132,9 @@ class Game:
     sf_seq0: jax.Array  # [Zs] int32: P1's sequence at each payoff entry
     sf_seq1: jax.Array  # [Zs] int32: P2's sequence
     sf_payoff: jax.Array  # [Zs] float: sum of chance reach * u_0 over merged terminals
+    block_rows: jax.Array  # [G, R] int32: P1 sequences of each payoff block (pad: S)
+    block_cols: jax.Array  # [G, C] int32: P2 sequences of each payoff block (pad: S)
+    block_payoff: jax.Array  # [G, R, C] float: chance reach * u_0 (G = 0: no blocks)
     # --- history tree (breadth-first level layout) ---
     node_player: jax.Array  # [H] int32: 0, 1, CHANCE (-1) or TERMINAL (-4)
     node_infoset: jax.Array  # [H] int32: infoset id at player nodes, -1 elsewhere

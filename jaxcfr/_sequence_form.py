@@ -69,15 +69,28 @@ def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
 
 
 def terminal_values(game: Game, plan: jax.Array, player: int) -> jax.Array:
-    """``g_p``: ``[S]`` sum of ``x_{-p} * u_p`` over payoff entries ending in each sequence."""
+    """``g_p``: ``[S]`` sum of ``x_{-p} * u_p`` over payoff entries ending in each sequence.
+
+    With payoff blocks (``game.meta.num_payoff_blocks > 0``) this is G small dense
+    matrix-vector products and a scatter of G*R (or G*C) values; otherwise one
+    segment sum over the Zs payoff entries.
+    """
+    S = game.num_sequences
+    if game.meta.num_payoff_blocks:
+        pay = game.block_payoff.astype(plan.dtype)
+        if player == 0:
+            opp = plan.at[game.block_cols].get(mode="fill", fill_value=0.0)
+            vals, own = jnp.einsum("grc,gc->gr", pay, opp), game.block_rows
+        else:
+            opp = plan.at[game.block_rows].get(mode="fill", fill_value=0.0)
+            vals, own = -jnp.einsum("grc,gr->gc", pay, opp), game.block_cols
+        return jax.ops.segment_sum(vals.reshape(-1), own.reshape(-1), num_segments=S)
     if player == 0:
         own, opp, sign = game.sf_seq0, game.sf_seq1, 1.0
     else:
         own, opp, sign = game.sf_seq1, game.sf_seq0, -1.0
     contrib = plan[opp] * (sign * game.sf_payoff).astype(plan.dtype)
-    return jax.ops.segment_sum(
-        contrib, own, num_segments=game.num_sequences, indices_are_sorted=(player == 0)
-    )
+    return jax.ops.segment_sum(contrib, own, num_segments=S, indices_are_sorted=(player == 0))
 
 
 class BottomUp(NamedTuple):

@@ -290,3 +290,23 @@ def test_ii_goofspiel6_uniform_best_responses(x64):
     game = gt.load("ii_goofspiel", num_cards=6)
     br = np.asarray(jaxcfr.best_response_values(game, gt.uniform_policy(game)))
     np.testing.assert_allclose(br, [0.895833, 0.895833], atol=5e-7)
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker", "die_roll_poker"])
+def test_payoff_blocks_equal_segment_sums(x64, name):
+    """The dense payoff-block layout and the plain segment sum give the same values."""
+    import dataclasses
+
+    from jaxcfr import _sequence_form as sf
+
+    game = gt.load(name)
+    assert game.meta.num_payoff_blocks > 0
+    plain = dataclasses.replace(game, meta=dataclasses.replace(game.meta, num_payoff_blocks=0))
+    plan = sf.realization_plan(game, jnp.asarray(_random_policy(game, 11)))
+    for p in (0, 1):
+        np.testing.assert_allclose(
+            np.asarray(sf.terminal_values(game, plan, p)),
+            np.asarray(sf.terminal_values(plain, plan, p)),
+            rtol=1e-12,
+            atol=1e-14,
+        )
