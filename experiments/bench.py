@@ -37,9 +37,9 @@ print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 def bench_compile(argv):
     parser = argparse.ArgumentParser(prog="python -m experiments.bench compile")
-    parser.add_argument("--only", default="", help="comma-separated labels to run (default: all)")
+    parser.add_argument("--only", default="", help="';'-separated labels to run (default: all)")
     args = parser.parse_args(argv)
-    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    only = {s.strip() for s in args.only.split(";") if s.strip()}
     base = json.loads(
         subprocess.run(
             [sys.executable, "-c", _BASELINE_CHILD], check=True, capture_output=True, text=True
