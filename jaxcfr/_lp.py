@@ -76,6 +76,36 @@ def _to_policy(game: Game, player: int, plan: np.ndarray, col: np.ndarray, out: 
     )
 
 
+def _maximin_plan(M, own, opp, who: str):
+    """max_{x, q} q_root  s.t.  opp^T q <= M^T x,  own x = e_root,  x >= 0.
+
+    ``M`` [n_own, n_opp] is the maximizer's payoff; returns (value, realization plan).
+    """
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    n, m = own.shape[1], opp.shape[0]
+    c = np.zeros(n + m)
+    c[n] = -1.0
+    A_ub = sp.hstack([-M.T, opp.T]).tocsr()
+    A_eq = sp.hstack([own, sp.csr_matrix((own.shape[0], m))]).tocsr()
+    b_eq = np.zeros(own.shape[0])
+    b_eq[0] = 1.0
+    bounds = [(0, None)] * n + [(None, None)] * m
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=np.zeros(opp.shape[1]),
+        A_eq=A_eq,
+        b_eq=b_eq,
+        bounds=bounds,
+        method="highs",
+    )
+    if res.status != 0:
+        raise RuntimeError(f"LP for {who} failed: {res.message}")
+    return -res.fun, res.x[:n]
+
+
 def solve_lp(game: Game) -> LPSolution:
     """Exact equilibrium of a compiled game by the sequence-form LP (needs scipy).
 
@@ -83,7 +113,6 @@ def solve_lp(game: Game) -> LPSolution:
     """
     try:
         import scipy.sparse as sp
-        from scipy.optimize import linprog
     except ImportError as exc:  # pragma: no cover
         raise ImportError("solve_lp needs scipy: pip install scipy") from exc
     t0 = time.perf_counter()
@@ -93,36 +122,14 @@ def solve_lp(game: Game) -> LPSolution:
     s0 = col0[np.asarray(game.sf_seq0)]
     s1 = col1[np.asarray(game.sf_seq1)]
     M = sp.csr_matrix((game.meta.host["sf_payoff"], (s0, s1)), shape=(n0, n1))
-    m0, m1 = E.shape[0], F.shape[0]
 
-    # P1: variables [x (n0), q (m1)]; maximize q_root.
-    c = np.zeros(n0 + m1)
-    c[n0] = -1.0
-    A_ub = sp.hstack([-M.T, F.T]).tocsr()
-    A_eq = sp.hstack([E, sp.csr_matrix((m0, m1))]).tocsr()
-    e = np.zeros(m0)
-    e[0] = 1.0
-    bounds = [(0, None)] * n0 + [(None, None)] * m1
-    r1 = linprog(c, A_ub=A_ub, b_ub=np.zeros(n1), A_eq=A_eq, b_eq=e, bounds=bounds, method="highs")
-    if r1.status != 0:
-        raise RuntimeError(f"LP for P1 failed: {r1.message}")
-
-    # P2: variables [y (n1), p (m0)]; minimize p_root.
-    c = np.zeros(n1 + m0)
-    c[n1] = 1.0
-    A_ub = sp.hstack([M, -E.T]).tocsr()
-    A_eq = sp.hstack([F, sp.csr_matrix((m1, m0))]).tocsr()
-    f = np.zeros(m1)
-    f[0] = 1.0
-    bounds = [(0, None)] * n1 + [(None, None)] * m0
-    r2 = linprog(c, A_ub=A_ub, b_ub=np.zeros(n0), A_eq=A_eq, b_eq=f, bounds=bounds, method="highs")
-    if r2.status != 0:
-        raise RuntimeError(f"LP for P2 failed: {r2.message}")
+    v1, x = _maximin_plan(M, E, F, "P1")
+    neg_v2, y = _maximin_plan(-M.T, F, E, "P2")  # P2 maximizes its own payoff -M^T
+    v2 = -neg_v2
 
     policy = np.zeros((game.num_infosets, game.num_actions))
-    _to_policy(game, 0, r1.x[:n0], col0, policy)
-    _to_policy(game, 1, r2.x[:n1], col1, policy)
-    v1, v2 = -r1.fun, r2.fun
+    _to_policy(game, 0, x, col0, policy)
+    _to_policy(game, 1, y, col1, policy)
     return LPSolution(
         value=float(v1),
         policy=jnp.asarray(policy, dtype=game.sf_payoff.dtype),
