@@ -27,11 +27,10 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from games_tensor import Game
 from jaxcfr import _sequence_form as sf
-from jaxcfr._solver import Solver, check_state, regret_matching
+from jaxcfr._solver import Solver, check_bool, check_number, check_state, regret_matching
 
 
 class CFRState(NamedTuple):
@@ -130,7 +129,10 @@ def make_cfr_solver(
     predictive: bool = False,
     hyperparams: tuple = (),
 ) -> Solver:
-    """Assemble a full-width CFR variant from its pieces (see the module docstring)."""
+    """Assemble a full-width CFR variant from its pieces (see the module docstring).
+    ``hyperparams`` name the variant's own settings; ``alternating`` is added."""
+    check_bool("alternating", alternating)
+    hyperparams = tuple(hyperparams) + (("alternating", alternating),)
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> CFRState:
         """Zero regrets (uniform first policy), or uniform random regrets in [0, scale)
@@ -168,27 +170,6 @@ def make_cfr_solver(
     return Solver(init=init, update=update, name=name, needs_key=False, hyperparams=hyperparams)
 
 
-def _concrete(value):
-    """Python float of a concrete scalar array; tracers and other values pass through."""
-    if isinstance(value, (jax.Array, np.ndarray)) and not isinstance(value, jax.core.Tracer):
-        if np.ndim(value) == 0:
-            return float(value)
-    return value
-
-
-def _check_hyper(name: str, value, lo: float = 0.0) -> None:
-    value = _concrete(value)
-    if isinstance(value, jax.core.Tracer):
-        return  # traced inside a vmap over a hyper-parameter grid: cannot check
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= lo:
-        raise ValueError(f"{name} must be a number >= {lo}, got {value!r}")
-
-
-def _check_bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-
-
 def cfr(alternating: bool = True) -> Solver:
     """Vanilla CFR (Zinkevich et al. 2007): regret matching, uniform averaging.
 
@@ -206,39 +187,20 @@ def cfr(alternating: bool = True) -> Solver:
             state = jax.jit(update)(game, state)
         jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
     """
-    _check_bool("alternating", alternating)
-    return make_cfr_solver(
-        "cfr",
-        regret_sum,
-        weight_power(0),
-        alternating=alternating,
-        hyperparams=(("alternating", alternating),),
-    )
+    return make_cfr_solver("cfr", regret_sum, weight_power(0), alternating=alternating)
 
 
 def cfr_plus(alternating: bool = True) -> Solver:
     """CFR+ (Tammelin 2014): regret-matching+ (regrets floored at 0), alternating
     updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver."""
-    _check_bool("alternating", alternating)
-    return make_cfr_solver(
-        "cfr_plus",
-        regret_plus,
-        weight_power(1),
-        alternating=alternating,
-        hyperparams=(("alternating", alternating),),
-    )
+    return make_cfr_solver("cfr_plus", regret_plus, weight_power(1), alternating=alternating)
 
 
 def linear_cfr(alternating: bool = True) -> Solver:
     """Linear CFR (Brown & Sandholm 2019): iteration t's regrets and average-strategy
     contributions weighted by t; identical to ``dcfr(alpha=1, beta=1, gamma=1)``."""
-    _check_bool("alternating", alternating)
     return make_cfr_solver(
-        "linear_cfr",
-        regret_discounted(1.0, 1.0),
-        weight_discounted(1.0),
-        alternating=alternating,
-        hyperparams=(("alternating", alternating),),
+        "linear_cfr", regret_discounted(1.0, 1.0), weight_discounted(1.0), alternating=alternating
     )
 
 
@@ -250,25 +212,15 @@ def dcfr(alpha=1.5, beta=0.0, gamma=2.0, alternating: bool = True) -> Solver:
     ``alpha``, ``beta``, ``gamma`` may be traced values, so a grid of them can be
     ``jax.vmap``-ed (see ``jaxcfr.run(..., hparams=...)``).
     """
-    _check_hyper("alpha", alpha)
-    _check_hyper("gamma", gamma)
-    b = _concrete(beta)
-    if not isinstance(b, jax.core.Tracer) and (
-        not isinstance(b, (int, float)) or isinstance(b, bool)
-    ):
-        raise ValueError(f"beta must be a number, got {beta!r}")
-    _check_bool("alternating", alternating)
+    check_number("alpha", alpha, 0.0)
+    check_number("beta", beta)
+    check_number("gamma", gamma, 0.0)
     return make_cfr_solver(
         "dcfr",
         regret_discounted(alpha, beta),
         weight_discounted(gamma),
         alternating=alternating,
-        hyperparams=(
-            ("alpha", alpha),
-            ("beta", beta),
-            ("gamma", gamma),
-            ("alternating", alternating),
-        ),
+        hyperparams=(("alpha", alpha), ("beta", beta), ("gamma", gamma)),
     )
 
 
@@ -276,13 +228,12 @@ def pcfr_plus(alternating: bool = True, averaging_power=2) -> Solver:
     """Predictive CFR+ (Farina, Kroer & Sandholm 2021): RM+ regrets, current policy
     RM+(R + m) with the prediction m = last instantaneous regret; average weighted by
     t^averaging_power (2 = quadratic averaging, the paper's choice)."""
-    _check_bool("alternating", alternating)
-    _check_hyper("averaging_power", averaging_power)
+    check_number("averaging_power", averaging_power, 0.0)
     return make_cfr_solver(
         "pcfr_plus",
         regret_plus,
         weight_power(averaging_power),
         alternating=alternating,
         predictive=True,
-        hyperparams=(("alternating", alternating), ("averaging_power", averaging_power)),
+        hyperparams=(("averaging_power", averaging_power),),
     )

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, check_state
+from jaxcfr._solver import Solver, check_bool, check_number, check_state
 
 
 class _Step(NamedTuple):
@@ -196,8 +196,8 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True) -> Solver:
             state = step(game, state, jax.vmap(jax.random.fold_in, (0, None))(keys, t))
         policies = jax.vmap(jaxcfr.average_policy, (None, 0))(game, state)   # [256, I, A]
     """
-    smp.check_probability("epsilon", epsilon)
-    smp.check_bool("alternating", alternating)
+    check_number("epsilon", epsilon, 0.0, 1.0, lo_open=True)
+    check_bool("alternating", alternating)
 
     def init(game: Game) -> smp.MCCFRState:
         smp.level_kinds(game)  # remember what each depth holds (static pruning of the walk)

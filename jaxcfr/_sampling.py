@@ -56,29 +56,6 @@ def init_state(game: Game) -> MCCFRState:
     return MCCFRState(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((), jnp.int32))
 
 
-# ---------------------------------------------------------------- hyper-parameters
-def check_probability(name: str, value) -> None:
-    """Raise ``ValueError`` unless ``value`` is a number in (0, 1].
-
-    Tracers pass unchecked (a factory called inside a vmap over a grid of values);
-    the runner builds every setting concretely first, so bad values still raise.
-    """
-    if isinstance(value, (jax.Array, np.ndarray, np.generic)) and not isinstance(
-        value, jax.core.Tracer
-    ):
-        if np.ndim(value) == 0:
-            value = float(value)
-    if isinstance(value, jax.core.Tracer):
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
-        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
-
-
-def check_bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-
-
 # ---------------------------------------------------------------- sampling
 _GOLDEN = 0x9E3779B9
 

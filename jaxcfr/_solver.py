@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from games_tensor import Game
 
@@ -46,6 +47,32 @@ class Solver:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyperparams)
         return f"{self.name}({args})"
+
+
+def check_number(name: str, value, lo: float = -np.inf, hi: float = np.inf, *, lo_open=False):
+    """Raise ``ValueError`` unless ``value`` is a real number in [lo, hi] ((lo, hi] with
+    ``lo_open``). Concrete 0-d arrays are checked as numbers; tracers (a factory called
+    inside a vmap over a hyper-parameter grid) pass: the runner builds every setting
+    concretely first, so bad grid values still raise before compiling."""
+    if isinstance(value, (jax.Array, np.ndarray, np.generic)) and not isinstance(
+        value, jax.core.Tracer
+    ):
+        if np.ndim(value) == 0:
+            value = float(value)
+    if isinstance(value, jax.core.Tracer):
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+    if ok:
+        ok = (lo < value if lo_open else lo <= value) and value <= hi
+    if not ok:
+        interval = f"{'(' if lo_open else '['}{lo}, {hi}]"
+        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
+
+
+def check_bool(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``value`` is True or False."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 def check_state(game: Game, state) -> None:
