@@ -30,7 +30,14 @@ import jax.numpy as jnp
 
 from games_tensor import Game
 from jaxcfr import _sequence_form as sf
-from jaxcfr._solver import Solver, check_bool, check_number, check_state, regret_matching
+from jaxcfr._solver import (
+    Solver,
+    builtin_cache_key,
+    check_bool,
+    check_number,
+    check_state,
+    regret_matching,
+)
 
 
 class CFRState(NamedTuple):
@@ -128,9 +135,12 @@ def make_cfr_solver(
     alternating: bool = True,
     predictive: bool = False,
     hyperparams: tuple = (),
+    builtin: bool = False,
 ) -> Solver:
     """Assemble a full-width CFR variant from its pieces (see the module docstring).
-    ``hyperparams`` name the variant's own settings; ``alternating`` is added."""
+    ``hyperparams`` name the variant's own settings; ``alternating`` is added.
+    ``builtin`` (the library's factories only) lets ``run`` share compiled code by
+    name and hyper-parameters; custom pieces are cached per Solver object."""
     check_bool("alternating", alternating)
     hyperparams = tuple(hyperparams) + (("alternating", alternating),)
 
@@ -167,7 +177,14 @@ def make_cfr_solver(
                 )
         return CFRState(rows[0], rows[1], rows[2], t)
 
-    return Solver(init=init, update=update, name=name, needs_key=False, hyperparams=hyperparams)
+    return Solver(
+        init=init,
+        update=update,
+        name=name,
+        needs_key=False,
+        hyperparams=hyperparams,
+        cache_key=builtin_cache_key(name, hyperparams) if builtin else None,
+    )
 
 
 def cfr(alternating: bool = True) -> Solver:
@@ -187,20 +204,28 @@ def cfr(alternating: bool = True) -> Solver:
             state = jax.jit(update)(game, state)
         jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
     """
-    return make_cfr_solver("cfr", regret_sum, weight_power(0), alternating=alternating)
+    return make_cfr_solver(
+        "cfr", regret_sum, weight_power(0), alternating=alternating, builtin=True
+    )
 
 
 def cfr_plus(alternating: bool = True) -> Solver:
     """CFR+ (Tammelin 2014): regret-matching+ (regrets floored at 0), alternating
     updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver."""
-    return make_cfr_solver("cfr_plus", regret_plus, weight_power(1), alternating=alternating)
+    return make_cfr_solver(
+        "cfr_plus", regret_plus, weight_power(1), alternating=alternating, builtin=True
+    )
 
 
 def linear_cfr(alternating: bool = True) -> Solver:
     """Linear CFR (Brown & Sandholm 2019): iteration t's regrets and average-strategy
     contributions weighted by t; identical to ``dcfr(alpha=1, beta=1, gamma=1)``."""
     return make_cfr_solver(
-        "linear_cfr", regret_discounted(1.0, 1.0), weight_discounted(1.0), alternating=alternating
+        "linear_cfr",
+        regret_discounted(1.0, 1.0),
+        weight_discounted(1.0),
+        alternating=alternating,
+        builtin=True,
     )
 
 
@@ -221,6 +246,7 @@ def dcfr(alpha=1.5, beta=0.0, gamma=2.0, alternating: bool = True) -> Solver:
         weight_discounted(gamma),
         alternating=alternating,
         hyperparams=(("alpha", alpha), ("beta", beta), ("gamma", gamma)),
+        builtin=True,
     )
 
 
@@ -236,4 +262,5 @@ def pcfr_plus(alternating: bool = True, averaging_power=2) -> Solver:
         alternating=alternating,
         predictive=True,
         hyperparams=(("averaging_power", averaging_power),),
+        builtin=True,
     )

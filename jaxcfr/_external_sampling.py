@@ -33,7 +33,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, check_state
+from jaxcfr._solver import Solver, builtin_cache_key, check_state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,5 +289,9 @@ def external_sampling() -> Solver:
         return smp.MCCFRState(regrets, strategy_sum, state.iteration + 1)
 
     return Solver(
-        init=init, update=update, name="external_sampling", needs_key=True, hyperparams=()
+        init=init,
+        update=update,
+        name="external_sampling",
+        needs_key=True,
+        cache_key=builtin_cache_key("external_sampling", ()),
     )

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, check_bool, check_number, check_state
+from jaxcfr._solver import Solver, builtin_cache_key, check_bool, check_number, check_state
 
 
 class _Step(NamedTuple):
@@ -217,5 +217,10 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True) -> Solver:
 
     hyper = (("epsilon", epsilon), ("alternating", alternating))
     return Solver(
-        init=init, update=update, name="outcome_sampling", needs_key=True, hyperparams=hyper
+        init=init,
+        update=update,
+        name="outcome_sampling",
+        needs_key=True,
+        hyperparams=hyper,
+        cache_key=builtin_cache_key("outcome_sampling", hyper),
     )

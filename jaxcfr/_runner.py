@@ -36,7 +36,6 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from games_tensor import Game
-from jaxcfr import _sequence_form as sf
 from jaxcfr._evaluation import br_values_unchecked
 from jaxcfr._solver import Solver, average_policy, current_policy
 
@@ -62,7 +61,8 @@ class RunResult(NamedTuple):
 
 
 def _nash_conv_unchecked(game: Game, policy: jax.Array) -> jax.Array:
-    return jnp.sum(br_values_unchecked(game, sf.normalize_policy(game, policy)))
+    """NashConv of a policy already normalized (average_policy / current_policy are)."""
+    return jnp.sum(br_values_unchecked(game, policy))
 
 
 def _as_factory(solver, hparams) -> tuple[Callable[..., Solver], Any]:
@@ -73,11 +73,12 @@ def _as_factory(solver, hparams) -> tuple[Callable[..., Solver], Any]:
                 "hparams need a solver factory (e.g. jaxcfr.dcfr), not a built Solver "
                 f"({solver!r}), whose hyper-parameters are already fixed"
             )
-        try:
-            key = ("solver", solver.name, solver.hyperparams, solver.needs_key)
-            hash(key)
-        except TypeError:  # unhashable hyper-parameter values: cache per instance
-            key = ("solver-id", id(solver))
+        key = solver.cache_key
+        if key is None:
+            try:  # custom solver: cache per object (the key holds it, so ids are not reused)
+                key = ("solver", solver, hash(solver))
+            except TypeError:  # unhashable hyper-parameter values: no sharing
+                key = ("uncached", object())
         return (lambda **_: solver), key
     if callable(solver):
         return solver, ("factory", solver)
@@ -120,7 +121,7 @@ def _is_integer(x) -> bool:
 # evaluation and chunk length (jax.jit then caches one executable per game shape).
 _COMPILED: dict[Any, Callable] = {}
 _MAX_COMPILED = 128
-_TRACED: set = set()  # (length, key, game meta, batch) already compiled: timing bookkeeping
+_TRACED: set = set()  # (length, key, game-meta hash, batch) compiled: timing bookkeeping
 
 
 def _compiled(key, build):
@@ -282,7 +283,7 @@ def run(
     while done < num_iterations:
         length = min(eval_every, num_iterations - done)
         fn = get_chunk(length)
-        signature = (length, base_key, game.meta, B)
+        signature = (length, base_key, hash(game.meta), B)  # bookkeeping only: no refs
         first = signature not in _TRACED
         _TRACED.add(signature)
         t0 = time.perf_counter()

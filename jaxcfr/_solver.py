@@ -33,6 +33,9 @@ class Solver:
     init: ``init(game) -> state``.
     update: ``update(game, state) -> state``, or ``update(game, state, key) -> state``
       when ``needs_key`` (sampling algorithms).
+    cache_key: set by the built-in factories, whose ``(name, hyperparams)`` determine
+      the computation, so ``jaxcfr.run`` reuses compiled code across equal solvers;
+      ``None`` (custom solvers) caches per Solver object.
     """
 
     init: Callable[..., Any]
@@ -40,6 +43,7 @@ class Solver:
     name: str
     needs_key: bool = False
     hyperparams: tuple[tuple[str, Any], ...] = ()
+    cache_key: Any = dataclasses.field(default=None, compare=False)
 
     def __iter__(self):
         return iter((self.init, self.update))
@@ -47,6 +51,16 @@ class Solver:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyperparams)
         return f"{self.name}({args})"
+
+
+def builtin_cache_key(name: str, hyperparams) -> Any:
+    """``(name, hyperparams)`` when hashable (concrete values), else ``None``."""
+    key = ("builtin", name, tuple(hyperparams))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def check_number(name: str, value, lo: float = -np.inf, hi: float = np.inf, *, lo_open=False):

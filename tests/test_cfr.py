@@ -227,3 +227,23 @@ def test_sharded_run_matches_unsharded(tmp_path):
         jaxcfr.cfr_plus(), gt.load("kuhn_poker"), 30, 10, num_seeds=8, init_scale=1.0
     )
     np.testing.assert_allclose(sharded, plain.nash_conv, rtol=1e-6, atol=1e-7)
+
+
+def test_run_never_mixes_up_custom_solvers_of_the_same_name():
+    """Compiled chunks are shared by name only for built-in factories."""
+    game = gt.load("kuhn_poker")
+    from jaxcfr._cfr import regret_plus, regret_sum, weight_power
+
+    a = jaxcfr.make_cfr_solver("mine", regret_sum, weight_power(0))
+    b = jaxcfr.make_cfr_solver("mine", regret_plus, weight_power(1))
+    ra = jaxcfr.run(a, game, 50, 50)
+    rb = jaxcfr.run(b, game, 50, 50)
+    np.testing.assert_allclose(ra.nash_conv, jaxcfr.run(jaxcfr.cfr(), game, 50, 50).nash_conv)
+    np.testing.assert_allclose(rb.nash_conv, jaxcfr.run(jaxcfr.cfr_plus(), game, 50, 50).nash_conv)
+
+
+def test_repeated_runs_reuse_compiled_code():
+    game = gt.load("kuhn_poker")
+    jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10)
+    again = jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10)
+    assert again.compile_seconds == 0.0
