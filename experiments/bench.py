@@ -4,6 +4,8 @@ compile          compile seconds and peak resident memory of every GAMES.md inst
                  (each in a fresh subprocess, so peaks do not mix)
 exploitability   batched exact exploitability vs OpenSpiel C++ in the same process
 cfr              full-width CFR / CFR+ iterations per second vs OpenSpiel C++
+layout           why the kernel is action-major: the same small computations in
+                 both layouts on XLA:CPU
 """
 
 from __future__ import annotations
@@ -91,10 +93,11 @@ def bench_compile(argv):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"compile": bench_compile}
-    from experiments import bench_cfr, bench_eval
+    from experiments import bench_cfr, bench_eval, bench_layout
 
     commands["exploitability"] = bench_eval.main
     commands["cfr"] = bench_cfr.main
+    commands["layout"] = bench_layout.main
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if not argv or argv[0] in ("-h", "--help") else 2

@@ -24,6 +24,7 @@ import numpy as np
 
 from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta
 from games_tensor._rules import Rules
+from games_tensor._table import level_parent_positions, table_slots
 
 DEFAULT_MAX_HISTORIES = 12_000_000
 # Rough peak memory per history during the walk and layout (Python records + arrays).
@@ -421,6 +422,12 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         block_rows=jnp.asarray(blocks[0]),
         block_cols=jnp.asarray(blocks[1]),
         block_payoff=jnp.asarray(blocks[2], dtype=fdt),
+        parent_local=jnp.asarray(level_parent_positions(parent_seq, meta.infoset_levels, A)),
+        parent_slot=jnp.asarray(table_slots(parent_seq, n_inf, A)),
+        sf_slot0=jnp.asarray(table_slots(sf_seq0, n_inf, A)),
+        sf_slot1=jnp.asarray(table_slots(sf_seq1, n_inf, A)),
+        block_row_slots=jnp.asarray(table_slots(blocks[0], n_inf, A)),
+        block_col_slots=jnp.asarray(table_slots(blocks[1], n_inf, A)),
         node_player=jnp.asarray(node_player.astype(i32)),
         node_infoset=jnp.asarray(node_infoset),
         node_children=jnp.asarray(node_children),

@@ -102,6 +102,12 @@ _DATA_FIELDS = (
     "block_rows",
     "block_cols",
     "block_payoff",
+    "parent_local",
+    "parent_slot",
+    "sf_slot0",
+    "sf_slot1",
+    "block_row_slots",
+    "block_col_slots",
     "node_player",
     "node_infoset",
     "node_children",
@@ -135,6 +141,14 @@ class Game:
     block_rows: jax.Array  # [G, R] int32: P1 sequences of each payoff block (pad: S)
     block_cols: jax.Array  # [G, C] int32: P2 sequences of each payoff block (pad: S)
     block_payoff: jax.Array  # [G, R, C] float: chance reach * u_0 (G = 0: no blocks)
+    # --- the same sequences as positions in the action-major [A, I + 1] plan table
+    #     (games_tensor._table; padding -> A*(I + 1), out of bounds) ---
+    parent_local: jax.Array  # [I] int32: parent sequence in the previous level's [A, n] block
+    parent_slot: jax.Array  # [I] int32: table position of parent_seq
+    sf_slot0: jax.Array  # [Zs] int32: table position of sf_seq0
+    sf_slot1: jax.Array  # [Zs] int32: table position of sf_seq1
+    block_row_slots: jax.Array  # [G, R] int32: table positions of block_rows
+    block_col_slots: jax.Array  # [G, C] int32: table positions of block_cols
     # --- history tree (breadth-first level layout) ---
     node_player: jax.Array  # [H] int32: 0, 1, CHANCE (-1) or TERMINAL (-4)
     node_infoset: jax.Array  # [H] int32: infoset id at player nodes, -1 elsewhere

@@ -36,6 +36,7 @@ from jaxcfr._solver import (
     check_bool,
     check_number,
     check_state,
+    over_actions,
     regret_matching,
 )
 
@@ -103,28 +104,32 @@ def weight_discounted(gamma) -> AveragingWeight:
 
 
 # ---------------------------------------------------------------- the iteration
-def _policy(game: Game, regrets, prediction, predictive: bool):
+# The iteration runs on each player's action-major [A, n_p] blocks (the kernel's
+# layout, see ``jaxcfr._sequence_form``); the [I, A] state is transposed in and out
+# once per update.
+def _policy(game, player, regrets, prediction, predictive: bool):
+    """Regret matching of a player's ``[A, n_p]`` regrets (plus the prediction)."""
     regrets = regrets + prediction if predictive else regrets
-    return regret_matching(regrets, game.legal_mask, game.legal_uniform)
-
-
-def _player_update(game, policy, plan, player, state_rows, t, regret_update, weight, predictive):
-    """Update one player's rows of (regrets, strategy_sum, prediction) from ``policy``."""
-    regrets, ssum, pred = state_rows
     sl = game.player_slice(player)
-    g = sf.terminal_values(game, plan, player)
+    return regret_matching(
+        regrets, game.legal_mask[sl].T, game.legal_uniform[sl].T.astype(regrets.dtype), axis=0
+    )
+
+
+def _player_update(game, policy, table, player, blocks, t, regret_update, weight, predictive):
+    """New ``[A, n_p]`` (regrets, strategy_sum, prediction) of ``player`` from its policy
+    block and the ``[A, I + 1]`` plan table of the profile."""
+    regrets, ssum, pred = blocks
+    g = sf.terminal_values(game, table, player)
     bu = sf.bottom_up(game, g, player, policy, sf.combine_policy)
-    mask = game.legal_mask[sl]
-    inst = jnp.where(mask, bu.action_values - bu.infoset_values[:, None], 0.0)
-    own_reach = plan[game.parent_seq[sl]]
+    mask = sf.legal_block(game, player)
+    inst = jnp.where(mask, bu.action_values - over_actions(bu.infoset_values, mask.shape), 0.0)
     w, decay = weight(t)
-    new_regrets = jnp.where(mask, regret_update(regrets[sl], inst, t), 0.0)
-    new_ssum = (ssum[sl] + (w * own_reach)[:, None] * policy[sl]) * decay
-    regrets = regrets.at[sl].set(new_regrets.astype(regrets.dtype))
-    ssum = ssum.at[sl].set(new_ssum.astype(ssum.dtype))
-    if predictive:
-        pred = pred.at[sl].set(inst.astype(pred.dtype))
-    return regrets, ssum, pred
+    reach = sf.own_reach(game, table, player)
+    new_regrets = jnp.where(mask, regret_update(regrets, inst, t), 0.0)
+    new_ssum = (ssum + over_actions(w * reach, mask.shape) * policy) * decay
+    new_pred = inst if predictive else pred
+    return tuple(x.astype(regrets.dtype) for x in (new_regrets, new_ssum, new_pred))
 
 
 def make_cfr_solver(
@@ -158,24 +163,19 @@ def make_cfr_solver(
     def update(game: Game, state: CFRState) -> CFRState:
         check_state(game, state)
         t = state.iteration + 1
-        rows = (state.regrets, state.strategy_sum, state.prediction)
-        if alternating:
-            # P2's plan block is the same in both passes (its regrets change last)
-            policy = _policy(game, rows[0], rows[2], predictive)
-            plan1 = sf.player_plan(game, policy, 1)
-            plan = sf.join_plans(sf.player_plan(game, policy, 0), plan1)
-            rows = _player_update(game, policy, plan, 0, rows, t, regret_update, weight, predictive)
-            policy = _policy(game, rows[0], rows[2], predictive)
-            plan = sf.join_plans(sf.player_plan(game, policy, 0), plan1)
-            rows = _player_update(game, policy, plan, 1, rows, t, regret_update, weight, predictive)
-        else:
-            policy = _policy(game, rows[0], rows[2], predictive)
-            plan = sf.realization_plan(game, policy)
-            for player in (0, 1):
-                rows = _player_update(
-                    game, policy, plan, player, rows, t, regret_update, weight, predictive
-                )
-        return CFRState(rows[0], rows[1], rows[2], t)
+        fields = (state.regrets, state.strategy_sum, state.prediction)
+        blocks = [tuple(x[game.player_slice(p)].T for x in fields) for p in (0, 1)]
+        pieces = (t, regret_update, weight, predictive)
+        policy = [_policy(game, p, blocks[p][0], blocks[p][2], predictive) for p in (0, 1)]
+        plan1 = sf.plan_block(game, policy[1], 1)
+        table = sf.plan_table(sf.plan_block(game, policy[0], 0), plan1)
+        blocks[0] = _player_update(game, policy[0], table, 0, blocks[0], *pieces)
+        if alternating:  # P2 sees P1's new policy; P2's plan block is unchanged
+            policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive)
+            table = sf.plan_table(sf.plan_block(game, policy0, 0), plan1)
+        blocks[1] = _player_update(game, policy[1], table, 1, blocks[1], *pieces)
+        new = (jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True))
+        return CFRState(*new, t)
 
     return Solver(
         init=init,

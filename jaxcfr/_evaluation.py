@@ -109,25 +109,25 @@ class CounterfactualValues(NamedTuple):
     best_response_infoset_values: jax.Array
 
 
+def _player_passes(game: Game, policy: jax.Array, player: int, combines):
+    """Bottom-up passes of ``player`` (one per combine) against the profile ``policy``."""
+    blocks, table = sf.profile_table(game, policy)
+    g = sf.terminal_values(game, table, player)
+    return [sf.bottom_up(game, g, player, blocks[player], c) for c in combines]
+
+
 def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValues:
     """Counterfactual values of ``player``'s infoset-action pairs (weighted by the
     opponent's and chance's reach only), and the counterfactual best-response values."""
     player = _check_player(player)
     policy = _prepare(game, policy)
-    g = sf.terminal_values(game, sf.realization_plan(game, policy), player)
-    pol = sf.bottom_up(game, g, player, policy, sf.combine_policy)
-    br = sf.bottom_up(game, g, player, policy, sf.combine_max)
+    pol, br = _player_passes(game, policy, player, (sf.combine_policy, sf.combine_max))
     return CounterfactualValues(
-        *(
-            sf.to_full(game, player, b)
-            for b in (pol.action_values, pol.infoset_values, br.action_values, br.infoset_values)
-        )
+        sf.to_full(game, player, pol.action_values.T),
+        sf.to_full(game, player, pol.infoset_values),
+        sf.to_full(game, player, br.action_values.T),
+        sf.to_full(game, player, br.infoset_values),
     )
-
-
-def _best_response(game: Game, policy: jax.Array, player: int):
-    g = sf.terminal_values(game, sf.realization_plan(game, policy), player)
-    return sf.bottom_up(game, g, player, policy, sf.combine_max)
 
 
 def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array]:
@@ -140,8 +140,9 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
     """
     player = _check_player(player)
     policy = _prepare(game, policy)
-    res = _best_response(game, policy, player)
-    masked = jnp.where(game.legal_mask, sf.to_full(game, player, res.action_values), sf.NEG_INF)
+    (res,) = _player_passes(game, policy, player, (sf.combine_max,))
+    values = sf.to_full(game, player, res.action_values.T)
+    masked = jnp.where(game.legal_mask, values, sf.NEG_INF)
     onehot = jax.nn.one_hot(jnp.argmax(masked, axis=-1), game.num_actions, dtype=policy.dtype)
     mine = (game.infoset_player == player)[:, None]
     return jnp.where(mine, onehot, policy), res.root_value
@@ -155,10 +156,12 @@ def best_response_values(game: Game, policy) -> jax.Array:
 def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
     """``[2]`` best-response values for a policy already normalized (no host checks;
     for use inside jitted loops such as the runner)."""
-    x = sf.realization_plan(game, policy)
+    blocks, table = sf.profile_table(game, policy)
     return jnp.stack(
         [
-            sf.bottom_up(game, sf.terminal_values(game, x, p), p, policy, sf.combine_max).root_value
+            sf.bottom_up(
+                game, sf.terminal_values(game, table, p), p, blocks[p], sf.combine_max
+            ).root_value
             for p in (0, 1)
         ]
     )

@@ -5,14 +5,23 @@ player's sequence tree (``game.meta.infoset_levels``), with static slices, so
 the passes unroll into a handful of gathers, segment sums and reductions per
 level. Written for one policy; callers ``jax.vmap`` over a batch.
 
-Notation (see ``games_tensor._game``): I infosets, A actions, S = I*A + 1 flat
-sequence slots (slot I*A is the empty sequence), Zs sequence-form payoff entries.
+Layout. The kernel computes in **action-major** layout: a player's policy, plan
+and values are ``[A, n_p]`` blocks (action first, then the player's infosets in
+``game.player_slice(p)`` order), so every sum or max over actions reduces the
+major axis, which XLA:CPU vectorizes; over a minor axis of 2 or 3 actions it runs
+several times slower (``python -m experiments.bench layout`` measures both). The
+public API keeps ``[I, A]``; :func:`policy_blocks` transposes once at the boundary.
 
-* ``realization_plan``: x[I*A] = 1, x[i*A + a] = x[parent_seq[i]] * policy[i, a]
-  (both players in one vector; each slot belongs to the owner of its infoset).
-* ``terminal_values``: g_p[s] = sum over payoff entries z with seq_p(z) = s of
-  x_{-p}(seq_{-p}(z)) * u_p(z) (chance reach already in the payoff).
-* ``bottom_up``: v(i, a) = g_p[i*A + a] + sum over p's infosets j with parent
+Both players' plans meet in a *plan table* ``[A, I + 1]``: entry ``[a, i]`` is
+sequence ``i*A + a``, column ``I`` the empty sequence. The compiler stores the
+table position of every sequence the kernel gathers or scatters
+(``game.parent_slot``, ``block_row_slots``, ``sf_slot0``, ...; see
+``games_tensor._table``), so no index arithmetic runs in the loop.
+
+* ``plan_block``: x[a, i] = x(parent_seq[i]) * policy[a, i], x(empty) = 1.
+* ``terminal_values``: g_p(s) = sum over payoff entries z with seq_p(z) = s of
+  x_{-p}(seq_{-p}(z)) * u_p(z) (chance reach already in the payoff), as a table.
+* ``bottom_up``: v(i, a) = g_p(i, a) + sum over p's infosets j with parent
   sequence (i, a) of value(j), deepest level first, where value(j) is either
   sum_a policy(j, a) v(j, a) (counterfactual values of the policy) or
   max over legal a of v(j, a) (counterfactual best response).
@@ -28,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from games_tensor import Game
-from jaxcfr._solver import normalize_rows
+from jaxcfr._solver import normalize_rows, over_actions
 
 NEG_INF = -jnp.inf
 
@@ -37,67 +46,100 @@ def _levels(game: Game, player: int):
     return game.meta.infoset_levels[player]
 
 
-def player_plan(game: Game, policy: jax.Array, player: int) -> jax.Array:
-    """``player``'s block of the realization plan: ``[n_p * A]`` over its infosets
-    (``policy`` is the full ``[I, A]`` profile; only the player's rows are read)."""
-    A = game.num_actions
+def _local(game: Game, player: int, start: int, end: int) -> slice:
+    """Columns of infosets ``start:end`` inside ``player``'s ``[A, n_p]`` block."""
+    offset = game.player_slice(player).start
+    return slice(start - offset, end - offset)
+
+
+def policy_blocks(game: Game, policy: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``[I, A]`` profile -> the two players' action-major blocks ``[A, n_0]``, ``[A, n_1]``."""
+    policy_t = policy.T
+    return tuple(policy_t[:, game.player_slice(p)] for p in (0, 1))
+
+
+def legal_block(game: Game, player: int) -> jax.Array:
+    """``[A, n_p]`` legal mask of ``player``'s infosets."""
+    return game.legal_mask[game.player_slice(player)].T
+
+
+def plan_block(game: Game, policy_p: jax.Array, player: int) -> jax.Array:
+    """``player``'s realization plan ``[A, n_p]`` from its policy block ``[A, n_p]``."""
     pieces = []
-    prev = None  # flat reach of the previous level's sequences
-    prev_start = 0
+    prev = None  # the previous level's [A, n] plan, flattened
     for start, end in _levels(game, player):
-        pol = policy[start:end]
+        pol = policy_p[:, _local(game, player, start, end)]
         if prev is None:
-            reach = jnp.ones((end - start,), policy.dtype)
+            cur = pol
         else:
-            reach = prev[game.parent_seq[start:end] - prev_start * A]
-        cur = (reach[:, None] * pol).reshape(-1)
+            cur = over_actions(prev[game.parent_local[start:end]], pol.shape) * pol
         pieces.append(cur)
-        prev, prev_start = cur, start
+        prev = cur.reshape(-1)
     if not pieces:
-        return jnp.zeros((0,), policy.dtype)
-    return jnp.concatenate(pieces)
+        return jnp.zeros((game.num_actions, 0), policy_p.dtype)
+    return jnp.concatenate(pieces, axis=1)
 
 
-def join_plans(plan0: jax.Array, plan1: jax.Array) -> jax.Array:
-    """The ``[S]`` vector from the two players' blocks plus the empty sequence."""
-    return jnp.concatenate([plan0, plan1, jnp.ones((1,), plan0.dtype)])
+def plan_table(plan0: jax.Array, plan1: jax.Array) -> jax.Array:
+    """The ``[A, I + 1]`` plan table from the two players' blocks (column I: empty sequence)."""
+    return jnp.concatenate([plan0, plan1, jnp.ones((plan0.shape[0], 1), plan0.dtype)], axis=1)
+
+
+def profile_table(game: Game, policy: jax.Array):
+    """``[I, A]`` profile -> (its two ``[A, n_p]`` policy blocks, its ``[A, I + 1]`` plan table)."""
+    blocks = policy_blocks(game, policy)
+    return blocks, plan_table(*(plan_block(game, blocks[p], p) for p in (0, 1)))
 
 
 def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
-    """Both players' realization plans in one ``[S]`` vector (``policy``: ``[I, A]``)."""
-    return join_plans(player_plan(game, policy, 0), player_plan(game, policy, 1))
+    """The realization plan as a flat ``[S]`` vector over sequence ids ``i*A + a``
+    (``x[I*A] = 1``) of the ``[I, A]`` profile ``policy`` (standard order, for callers
+    outside the kernel)."""
+    _, table = profile_table(game, policy)
+    return jnp.concatenate([table[:, :-1].T.reshape(-1), table[:1, -1]])
 
 
-def terminal_values(game: Game, plan: jax.Array, player: int) -> jax.Array:
-    """``g_p``: ``[S]`` sum of ``x_{-p} * u_p`` over payoff entries ending in each sequence.
+def own_reach(game: Game, table: jax.Array, player: int) -> jax.Array:
+    """``[n_p]``: ``player``'s own reach x_p(parent_seq(i)) to each of its infosets."""
+    return table.reshape(-1)[game.parent_slot[game.player_slice(player)]]
+
+
+def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
+    """``g_p`` as an ``[A, I + 1]`` table: sum of ``x_{-p} * u_p`` over the payoff entries
+    ending in each of ``player``'s sequences (``table``: the ``[A, I + 1]`` plan table).
 
     With payoff blocks (``game.meta.num_payoff_blocks > 0``) this is G small dense
-    matrix-vector products and a scatter of G*R (or G*C) values; otherwise one
-    segment sum over the Zs payoff entries.
+    matrix-vector products, unrolled over the small block axis (no dot: XLA:CPU runs
+    tiny batched dots through its thread pool, slower here), and a scatter of G*R (or
+    G*C) values; otherwise one segment sum over the Zs payoff entries.
     """
-    S = game.num_sequences
+    flat = table.reshape(-1)
     if game.meta.num_payoff_blocks:
-        pay = game.block_payoff.astype(plan.dtype)
+        pay = game.block_payoff.astype(table.dtype)
         if player == 0:
-            opp = plan.at[game.block_cols].get(mode="fill", fill_value=0.0)
-            vals, own = jnp.einsum("grc,gc->gr", pay, opp), game.block_rows
+            opp = flat.at[game.block_col_slots].get(mode="fill", fill_value=0.0)
+            vals = sum(pay[:, :, c] * opp[:, c, None] for c in range(pay.shape[2]))
+            own = game.block_row_slots
         else:
-            opp = plan.at[game.block_rows].get(mode="fill", fill_value=0.0)
-            vals, own = -jnp.einsum("grc,gr->gc", pay, opp), game.block_cols
-        return jax.ops.segment_sum(vals.reshape(-1), own.reshape(-1), num_segments=S)
-    if player == 0:
-        own, opp, sign = game.sf_seq0, game.sf_seq1, 1.0
+            opp = flat.at[game.block_row_slots].get(mode="fill", fill_value=0.0)
+            vals = -sum(pay[:, r, :] * opp[:, r, None] for r in range(pay.shape[1]))
+            own = game.block_col_slots
+        contrib, own = vals.reshape(-1), own.reshape(-1)
     else:
-        own, opp, sign = game.sf_seq1, game.sf_seq0, -1.0
-    contrib = plan[opp] * (sign * game.sf_payoff).astype(plan.dtype)
-    return jax.ops.segment_sum(contrib, own, num_segments=S, indices_are_sorted=(player == 0))
+        if player == 0:
+            own, opp, sign = game.sf_slot0, game.sf_slot1, 1.0
+        else:
+            own, opp, sign = game.sf_slot1, game.sf_slot0, -1.0
+        contrib = flat[opp] * (sign * game.sf_payoff).astype(table.dtype)
+    g = jax.ops.segment_sum(contrib, own, num_segments=flat.shape[0])
+    return g.reshape(table.shape)
 
 
 class BottomUp(NamedTuple):
-    """Result of a bottom-up pass for one player p (its infosets only).
+    """Result of a bottom-up pass for one player p, action-major.
 
-    action_values: [n_p, A] counterfactual values v(i, a) on p's infosets
-      (``game.player_slice(p)``), zero on illegal actions.
+    action_values: [A, n_p] counterfactual values v(i, a) on p's infosets
+      (``game.player_slice(p)`` order), zero on illegal actions.
     infoset_values: [n_p] value(i) of each of p's infosets.
     root_value: scalar, p's expected value (policy) or best-response value (max).
     """
@@ -111,54 +153,50 @@ Combine = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 def combine_policy(values, mask, policy):
-    """value(i) = sum_a policy(i, a) v(i, a)."""
-    return jnp.sum(jnp.where(mask, values * policy, 0.0), axis=-1)
+    """value(i) = sum_a policy(a, i) v(a, i) (``[A, n]`` -> ``[n]``)."""
+    return jnp.sum(jnp.where(mask, values * policy, 0.0), axis=0)
 
 
 def combine_max(values, mask, policy):
-    """value(i) = max over legal a of v(i, a) (the counterfactual best response)."""
+    """value(i) = max over legal a of v(a, i), the counterfactual best response."""
     del policy
-    return jnp.max(jnp.where(mask, values, NEG_INF), axis=-1)
+    return jnp.max(jnp.where(mask, values, NEG_INF), axis=0)
 
 
 def bottom_up(
-    game: Game, g: jax.Array, player: int, policy: jax.Array, combine: Combine
+    game: Game, g: jax.Array, player: int, policy_p: jax.Array, combine: Combine
 ) -> BottomUp:
-    """Accumulate terminal values ``g`` ([S]) up the player's sequence tree.
+    """Accumulate terminal values ``g`` (an ``[A, I + 1]`` table) up the player's
+    sequence tree. ``policy_p`` is the player's ``[A, n_p]`` policy block.
 
-    ``combine(v [n, A], mask [n, A], policy [n, A]) -> [n]`` turns action values
+    ``combine(v [A, n], mask [A, n], policy [A, n]) -> [n]`` turns action values
     into infoset values (:func:`combine_policy` or :func:`combine_max`).
     """
     A = game.num_actions
     levels = _levels(game, player)
-    dtype = g.dtype
+    mask_p = legal_block(game, player)
     action_vals = [None] * len(levels)
     infoset_vals = [None] * len(levels)
-    child = None  # [n_level * A] sums of child infoset values, from the level below
+    child = None  # [A, n_level] sums of child infoset values, from the level below
     for d in range(len(levels) - 1, -1, -1):
         start, end = levels[d]
-        n = end - start
-        v = g[start * A : end * A]
+        cols = _local(game, player, start, end)
+        v = g[:, start:end]
         if child is not None:
             v = v + child
-        v = v.reshape(n, A)
-        mask = game.legal_mask[start:end]
+        mask = mask_p[:, cols]
         v = jnp.where(mask, v, 0.0)
-        val = combine(v, mask, policy[start:end])
+        val = combine(v, mask, policy_p[:, cols])
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
-            pstart = levels[d - 1][0]
-            n_prev = levels[d - 1][1] - pstart
+            n_prev = levels[d - 1][1] - levels[d - 1][0]
             child = jax.ops.segment_sum(
-                val,
-                game.parent_seq[start:end] - pstart * A,
-                num_segments=n_prev * A,
-                indices_are_sorted=True,
-            )
-    root = g[game.empty_sequence] + (jnp.sum(infoset_vals[0]) if levels else 0.0)
+                val, game.parent_local[start:end], num_segments=A * n_prev
+            ).reshape(A, n_prev)
+    root = g[0, game.num_infosets] + (jnp.sum(infoset_vals[0]) if levels else 0.0)
     if not levels:
-        return BottomUp(jnp.zeros((0, A), dtype), jnp.zeros((0,), dtype), root)
-    return BottomUp(jnp.concatenate(action_vals), jnp.concatenate(infoset_vals), root)
+        return BottomUp(jnp.zeros((A, 0), g.dtype), jnp.zeros((0,), g.dtype), root)
+    return BottomUp(jnp.concatenate(action_vals, axis=1), jnp.concatenate(infoset_vals), root)
 
 
 def to_full(game: Game, player: int, block: jax.Array) -> jax.Array:

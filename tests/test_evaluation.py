@@ -302,7 +302,7 @@ def test_payoff_blocks_equal_segment_sums(x64, name):
     game = gt.load(name)
     assert game.meta.num_payoff_blocks > 0
     plain = dataclasses.replace(game, meta=dataclasses.replace(game.meta, num_payoff_blocks=0))
-    plan = sf.realization_plan(game, jnp.asarray(_random_policy(game, 11)))
+    _, plan = sf.profile_table(game, jnp.asarray(_random_policy(game, 11)))
     for p in (0, 1):
         np.testing.assert_allclose(
             np.asarray(sf.terminal_values(game, plan, p)),

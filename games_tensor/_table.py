@@ -1,0 +1,37 @@
+"""Positions of sequences in the action-major *plan table* (precomputed at compile).
+
+The sequence-form kernel (``jaxcfr._sequence_form``) holds realization plans and
+values as ``[A, I + 1]`` tables: entry ``[a, i]`` is sequence ``i*A + a`` and
+column ``I`` the empty sequence, so sums and maxima over actions reduce the major
+axis (what XLA:CPU vectorizes). The compiler stores, next to each flat sequence id
+array, the matching positions in the flattened table, so no integer division runs
+inside the solvers' loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def table_slots(seq: np.ndarray, num_infosets: int, num_actions: int) -> np.ndarray:
+    """Flat sequence ids (``i*A + a``; ``I*A`` the empty sequence; ``>= I*A + 1``
+    padding) -> positions in the flattened ``[A, I + 1]`` table (padding ->
+    ``A*(I + 1)``, out of bounds, so gathers fill 0 and scatters drop it)."""
+    seq = np.asarray(seq, dtype=np.int64)
+    A, n = num_actions, num_infosets
+    slot = (seq % A) * (n + 1) + seq // A
+    return np.where(seq < n * A + 1, slot, A * (n + 1)).astype(np.int32)
+
+
+def level_parent_positions(parent_seq: np.ndarray, infoset_levels, num_actions: int) -> np.ndarray:
+    """``[I]``: for each infoset below the first level of its player, the position of
+    its parent sequence in the flattened ``[A, n]`` block of the previous level
+    (``b * n + j - start`` for parent sequence ``j*A + b``); 0 on first levels."""
+    A = num_actions
+    parent_seq = np.asarray(parent_seq, dtype=np.int64)
+    out = np.zeros(parent_seq.size, dtype=np.int32)
+    for levels in infoset_levels:
+        for (start, end), (pstart, pend) in zip(levels[1:], levels[:-1], strict=True):
+            parent = parent_seq[start:end]
+            out[start:end] = (parent % A) * (pend - pstart) + parent // A - pstart
+    return out
