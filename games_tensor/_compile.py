@@ -24,7 +24,7 @@ import numpy as np
 
 from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta
 from games_tensor._rules import Rules
-from games_tensor._table import level_parent_positions, table_slots
+from games_tensor._table import level_children, level_parent_positions, table_slots
 
 DEFAULT_MAX_HISTORIES = 12_000_000
 # Rough peak memory per history during the walk and layout (Python records + arrays).
@@ -386,6 +386,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     digest = hashlib.sha1()
     for arr in (legal_mask, inf_player, parent_seq, abstract_infoset, node_player, node_children):
         digest.update(np.ascontiguousarray(arr).tobytes())
+    levels = (tuple(inf_levels[0]), tuple(inf_levels[1]))
+    parent_local = level_parent_positions(parent_seq, levels, A)
+    children, fanout = level_children(parent_local, levels, A)
     meta = GameMeta(
         name=rules.name,
         params=tuple(sorted(rules.params().items())),
@@ -398,7 +401,8 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         num_payoff_blocks=int(blocks[2].shape[0]),
         max_depth=int(depth.max()),
         max_children=K,
-        infoset_levels=(tuple(inf_levels[0]), tuple(inf_levels[1])),
+        infoset_levels=levels,
+        child_fanout=fanout,
         node_levels=tuple(node_levels),
         num_public_states=len(w.public_ids),
         num_abstract_infosets=int(abstract_legal.shape[0]),
@@ -422,7 +426,8 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         block_rows=jnp.asarray(blocks[0]),
         block_cols=jnp.asarray(blocks[1]),
         block_payoff=jnp.asarray(blocks[2], dtype=fdt),
-        parent_local=jnp.asarray(level_parent_positions(parent_seq, meta.infoset_levels, A)),
+        parent_local=jnp.asarray(parent_local),
+        level_children=jnp.asarray(children),
         parent_slot=jnp.asarray(table_slots(parent_seq, n_inf, A)),
         sf_slot0=jnp.asarray(table_slots(sf_seq0, n_inf, A)),
         sf_slot1=jnp.asarray(table_slots(sf_seq1, n_inf, A)),

@@ -55,6 +55,9 @@ class GameMeta:
     max_depth: int
     max_children: int
     infoset_levels: tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+    # per player, per level d >= 1: child fan-out K of the gathered child sums, 0 where
+    # the kernel uses a segment sum (games_tensor._table.level_children)
+    child_fanout: tuple[tuple[int, ...], tuple[int, ...]]
     node_levels: tuple[tuple[int, int], ...]
     num_public_states: int
     num_abstract_infosets: int
@@ -77,6 +80,7 @@ class GameMeta:
             self.num_payoff_blocks,
             self.max_children,
             self.infoset_levels,
+            self.child_fanout,
             self.node_levels,
             self.num_public_states,
             self.num_abstract_infosets,
@@ -103,6 +107,7 @@ _DATA_FIELDS = (
     "block_cols",
     "block_payoff",
     "parent_local",
+    "level_children",
     "parent_slot",
     "sf_slot0",
     "sf_slot1",
@@ -144,6 +149,7 @@ class Game:
     # --- the same sequences as positions in the action-major [A, I + 1] plan table
     #     (games_tensor._table; padding -> A*(I + 1), out of bounds) ---
     parent_local: jax.Array  # [I] int32: parent sequence in the previous level's [A, n] block
+    level_children: jax.Array  # [L] int32: child ids per parent slot (see meta.child_fanout)
     parent_slot: jax.Array  # [I] int32: table position of parent_seq
     sf_slot0: jax.Array  # [Zs] int32: table position of sf_seq0
     sf_slot1: jax.Array  # [Zs] int32: table position of sf_seq1

@@ -35,3 +35,38 @@ def level_parent_positions(parent_seq: np.ndarray, infoset_levels, num_actions: 
             parent = parent_seq[start:end]
             out[start:end] = (parent % A) * (pend - pstart) + parent // A - pstart
     return out
+
+
+def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int):
+    """Child lists for the bottom-up sums of :func:`level_parent_positions`, where cheap.
+
+    For level ``d >= 1`` of a player (``n`` infosets below ``m = A * n_prev`` parent
+    sequence slots, each slot with at most ``K`` child infosets), the kernel sums child
+    values into parent slots either with a segment sum (a scatter) or, when
+    ``K * m <= 4 * n + 2048`` (few gathers; saves the scatter and its zero fill), with
+    ``K`` gathers from a ``[K, m]`` table of local child ids (padding ``n``, out of
+    bounds). Returns the concatenated tables (int32, level by level, player 0 first)
+    and the static fan-outs ``((K or 0 per level d >= 1), (...))`` (0: segment sum).
+    """
+    A = num_actions
+    pieces, fanouts = [], []
+    for levels in infoset_levels:
+        fan = []
+        for (start, end), (pstart, pend) in zip(levels[1:], levels[:-1], strict=True):
+            n, m = end - start, A * (pend - pstart)
+            ids = np.asarray(parent_local[start:end], dtype=np.int64)
+            K = int(np.bincount(ids, minlength=m).max()) if n else 0
+            if n == 0 or K * m > 4 * n + 2048:
+                fan.append(0)
+                continue
+            order = np.argsort(ids, kind="stable")
+            sorted_ids = ids[order]
+            first = np.searchsorted(sorted_ids, sorted_ids, side="left")
+            rank = np.arange(n) - first
+            table = np.full((K, m), n, dtype=np.int32)
+            table[rank, sorted_ids] = order
+            pieces.append(table.reshape(-1))
+            fan.append(K)
+        fanouts.append(tuple(fan))
+    flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+    return flat.astype(np.int32), tuple(fanouts)

@@ -135,6 +135,37 @@ def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
     return g.reshape(table.shape)
 
 
+def _child_table_offset(game: Game, player: int, level: int) -> int:
+    """Static start of level ``level``'s child table in ``game.level_children``."""
+    offset = 0
+    for p, fanout in enumerate(game.meta.child_fanout):
+        for e, k in enumerate(fanout):
+            if (p, e + 1) == (player, level):
+                return offset
+            pstart, pend = game.meta.infoset_levels[p][e]
+            offset += k * game.num_actions * (pend - pstart)
+    raise AssertionError("level not found")
+
+
+def _child_sums(game: Game, player: int, d: int, val: jax.Array) -> jax.Array:
+    """Sum the values ``val`` ([n]) of level ``d``'s infosets into the ``[A, n_prev]``
+    parent-sequence slots of level ``d - 1``: ``K`` gathers from the compiled child
+    lists where the fan-out ``K`` is small, else a segment sum (see
+    ``games_tensor._table.level_children``)."""
+    A = game.num_actions
+    levels = _levels(game, player)
+    start, end = levels[d]
+    n_prev = levels[d - 1][1] - levels[d - 1][0]
+    fanout = game.meta.child_fanout[player]
+    K = fanout[d - 1]
+    if K == 0:
+        sums = jax.ops.segment_sum(val, game.parent_local[start:end], num_segments=A * n_prev)
+        return sums.reshape(A, n_prev)
+    offset = _child_table_offset(game, player, d)
+    table = game.level_children[offset : offset + K * A * n_prev].reshape(K, A, n_prev)
+    return sum(val.at[table[k]].get(mode="fill", fill_value=0.0) for k in range(K))
+
+
 class BottomUp(NamedTuple):
     """Result of a bottom-up pass for one player p, action-major.
 
@@ -189,10 +220,7 @@ def bottom_up(
         val = combine(v, mask, policy_p[:, cols])
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
-            n_prev = levels[d - 1][1] - levels[d - 1][0]
-            child = jax.ops.segment_sum(
-                val, game.parent_local[start:end], num_segments=A * n_prev
-            ).reshape(A, n_prev)
+            child = _child_sums(game, player, d, val)
     root = g[0, game.num_infosets] + (jnp.sum(infoset_vals[0]) if levels else 0.0)
     if not levels:
         return BottomUp(jnp.zeros((A, 0), g.dtype), jnp.zeros((0,), g.dtype), root)

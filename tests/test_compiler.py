@@ -106,6 +106,22 @@ def test_plan_table_positions(game):
         for (start, end), (pstart, pend) in zip(levels[1:], levels[:-1], strict=True):
             block = table[:, pstart:pend].reshape(-1)  # the previous level's [A, n] block
             np.testing.assert_array_equal(block[local[start:end]], parent_seq[start:end])
+    # gathered child lists: every child of a level listed exactly once, under its parent slot
+    children, offset = _np(game.level_children), 0
+    for p, fanout in enumerate(game.meta.child_fanout):
+        levels = game.meta.infoset_levels[p]
+        for d, K in enumerate(fanout, start=1):
+            (start, end), (pstart, pend) = levels[d], levels[d - 1]
+            m = A * (pend - pstart)
+            lists = children[offset : offset + K * m].reshape(K, m)
+            offset += K * m
+            if K == 0:
+                continue
+            k_idx, slot = np.nonzero(lists < end - start)
+            kids = lists[k_idx, slot]
+            np.testing.assert_array_equal(np.sort(kids), np.arange(end - start))
+            np.testing.assert_array_equal(local[start + kids], slot)
+    assert offset == children.size
 
 
 def test_sequence_form_level_order(game):
