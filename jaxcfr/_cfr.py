@@ -174,7 +174,9 @@ def make_cfr_solver(
             policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive)
             table = sf.plan_table(sf.plan_block(game, policy0, 0), plan1)
         blocks[1] = _player_update(game, policy[1], table, 1, blocks[1], *pieces)
-        new = (jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True))
+        new = [jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True)]
+        if not predictive:  # the prediction stays zero: pass it through untouched
+            new[2] = state.prediction
         return CFRState(*new, t)
 
     return Solver(
