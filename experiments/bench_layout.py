@@ -7,8 +7,8 @@ default JAX device:
 
 * regret matching over a minor action axis (``[I, A]``, sum over axis -1) vs the
   major one (``[A, I]``, sum over axis 0);
-* broadcasting per-infoset values over actions through a unit axis (``x[None]``)
-  vs an explicit ``broadcast_in_dim`` (``jaxcfr._solver.over_actions``);
+* in the major layout, the row sums broadcast back through a kept ``[1, I]`` axis
+  (``keepdims``) vs an explicit ``broadcast_in_dim`` (``jaxcfr._solver.over_actions``);
 * the payoff-block products as a batched ``einsum`` (a dot) vs an unrolled sum of
   elementwise products.
 
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.sizes import format_table
-from jaxcfr._solver import over_actions, regret_matching
+from jaxcfr._solver import regret_matching
 
 
 def _time(step, x, length=4000, repeats=3):
@@ -45,7 +45,6 @@ def cases(n=936, A=3, G=274, R=6):  # Leduc: n = I infosets
     mask = rng.uniform(size=(n, A)) < 0.8
     mask[:, 0] = True
     uniform = (mask / mask.sum(1, keepdims=True)).astype(np.float32)
-    reach = rng.uniform(size=n).astype(np.float32)
     pay = rng.normal(size=(G, R, R)).astype(np.float32)
     opp = rng.uniform(size=(G, R)).astype(np.float32)
 
@@ -55,11 +54,11 @@ def cases(n=936, A=3, G=274, R=6):  # Leduc: n = I infosets
     def rm_major(r):
         return r + 1e-3 * regret_matching(r, mask.T, uniform.T, axis=0)
 
-    def bcast_unit(r):
-        return r * 0.999 + reach[None, :] * r
-
-    def bcast_explicit(r):
-        return r * 0.999 + over_actions(jnp.asarray(reach), r.shape) * r
+    def rm_major_unit_axis(r):  # the same regret matching, sums kept as [1, I]
+        w = jnp.where(mask.T, jnp.maximum(r, 0.0), 0.0)
+        total = jnp.sum(w, axis=0, keepdims=True)
+        pol = jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), uniform.T)
+        return r + 1e-3 * pol
 
     def block_dot(o):
         return o * 0.999 + 1e-3 * jnp.einsum("grc,gc->gr", pay, o)
@@ -71,8 +70,7 @@ def cases(n=936, A=3, G=274, R=6):  # Leduc: n = I infosets
     return [
         ("regret matching", "[I, A], sum over axis -1", rm_minor, regrets),
         ("regret matching", "[A, I], sum over axis 0", rm_major, rt),
-        ("[I] -> [A, I] broadcast", "x[None, :]", bcast_unit, rt),
-        ("[I] -> [A, I] broadcast", "broadcast_in_dim (over_actions)", bcast_explicit, rt),
+        ("regret matching", "[A, I], sums kept as [1, I]", rm_major_unit_axis, rt),
         ("payoff blocks [G, R, C] @ [G, C]", "batched einsum (dot)", block_dot, opp),
         ("payoff blocks [G, R, C] @ [G, C]", "unrolled elementwise sum", block_unrolled, opp),
     ]
