@@ -110,10 +110,8 @@ def weight_discounted(gamma) -> AveragingWeight:
 def _policy(game, player, regrets, prediction, predictive: bool):
     """Regret matching of a player's ``[A, n_p]`` regrets (plus the prediction)."""
     regrets = regrets + prediction if predictive else regrets
-    sl = game.player_slice(player)
-    return regret_matching(
-        regrets, game.legal_mask[sl].T, game.legal_uniform[sl].T.astype(regrets.dtype), axis=0
-    )
+    uniform = game.legal_uniform[game.player_slice(player)].T.astype(regrets.dtype)
+    return regret_matching(regrets, sf.legal_block(game, player), uniform, axis=0)
 
 
 def _player_update(game, policy, table, player, blocks, t, regret_update, weight, predictive):
