@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m experiments.bench compile
+	$(BIN)/python -m experiments.benchmarks compile
 
 lint: $(STAMP)
 	$(BIN)/pip install -q ruff

@@ -3,6 +3,7 @@
 Commands:
   sizes         compile every registered game at its defaults and print the size table
   convergence   convergence-rate study: algorithms x seeds, resumable, plots and a report
+  reproduce     regenerate a figure or table of a seed paper (--list names them)
 """
 
 import sys
@@ -10,7 +11,11 @@ import sys
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"sizes": "experiments.sizes", "convergence": "experiments.convergence_cli"}
+    commands = {
+        "sizes": "experiments.sizes",
+        "convergence": "experiments.convergence_cli",
+        "reproduce": "experiments.reproduce._cli",
+    }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         print(__doc__)
         if argv and argv[0] not in ("-h", "--help"):

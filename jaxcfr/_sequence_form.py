@@ -9,7 +9,7 @@ Layout. The kernel computes in **action-major** layout: a player's policy, plan
 and values are ``[A, n_p]`` blocks (action first, then the player's infosets in
 ``game.player_slice(p)`` order), so every sum or max over actions reduces the
 major axis, which XLA:CPU vectorizes; over a minor axis of 2 or 3 actions it runs
-about 4x slower (``python -m experiments.bench layout`` measures both). The
+about 4x slower (``python -m experiments.benchmarks layout`` measures both). The
 public API keeps ``[I, A]``; :func:`policy_blocks` transposes once at the boundary.
 
 Both players' plans meet in a *plan table* ``[A, I + 1]``: entry ``[a, i]`` is

@@ -1,11 +1,7 @@
-"""Benchmarks (ratios and timings, never pass/fail): ``python -m experiments.bench <what>``.
+"""Compile seconds and peak resident memory of every GAMES.md instance.
 
-compile          compile seconds and peak resident memory of every GAMES.md instance
-                 (each in a fresh subprocess, so peaks do not mix)
-exploitability   batched exact exploitability vs OpenSpiel C++ in the same process
-cfr              full-width CFR / CFR+ iterations per second vs OpenSpiel C++
-layout           why the kernel is action-major: the same small computations in
-                 both layouts on XLA:CPU
+``python -m experiments.benchmarks compile``: each game compiles in a fresh subprocess, so
+peaks do not mix.
 """
 
 from __future__ import annotations
@@ -37,8 +33,8 @@ print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 """
 
 
-def bench_compile(argv):
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench compile")
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m experiments.benchmarks compile")
     parser.add_argument("--only", default="", help="';'-separated labels to run (default: all)")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(";") if s.strip()}
@@ -88,20 +84,6 @@ def bench_compile(argv):
             rows,
         )
     )
-
-
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"compile": bench_compile}
-    from experiments import bench_cfr, bench_eval, bench_layout
-
-    commands["exploitability"] = bench_eval.main
-    commands["cfr"] = bench_cfr.main
-    commands["layout"] = bench_layout.main
-    if not argv or argv[0] not in commands:
-        print(__doc__)
-        return 0 if not argv or argv[0] in ("-h", "--help") else 2
-    return commands[argv[0]](argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Benchmark full-width CFR: ``python -m experiments.bench cfr``.
+"""Benchmark full-width CFR: ``python -m experiments.benchmarks cfr``.
 
 Iterations per second of ``lax.scan``-compiled CFR / CFR+ (no evaluation inside
 the timed loop), compile time separately, and batched instance-iterations/s
@@ -76,7 +76,7 @@ def measure_openspiel(game_name, algorithm, seconds=2.0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.bench cfr",
+        prog="python -m experiments.benchmarks cfr",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

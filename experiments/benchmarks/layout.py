@@ -1,4 +1,4 @@
-"""Why the kernel is action-major: ``python -m experiments.bench layout``.
+"""Why the kernel is action-major: ``python -m experiments.benchmarks layout``.
 
 Times the same computation on Leduc-sized arrays (I = 936 infosets, A = 3 actions;
 payoff blocks G = 274 of 6 x 6) in the two layouts the sequence-form kernel could
@@ -78,7 +78,7 @@ def cases(n=936, A=3, G=274, R=6):  # Leduc: n = I infosets
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.bench layout",
+        prog="python -m experiments.benchmarks layout",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,4 +1,4 @@
-"""Benchmark sampling MCCFR against OpenSpiel C++: ``python -m experiments.bench_mccfr``.
+"""Benchmark sampling MCCFR against OpenSpiel C++: ``python -m experiments.benchmarks mccfr``.
 
 Leduc poker (OpenSpiel's, 936 infosets). For outcome sampling (epsilon 0.6,
 alternating) and external sampling, iterations per second of B = 1, 64, 1024
@@ -268,7 +268,7 @@ def _timed(f, *args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.bench_mccfr",
+        prog="python -m experiments.benchmarks mccfr",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

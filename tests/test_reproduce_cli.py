@@ -1,0 +1,39 @@
+"""The reproduction CLI: discovery, listing, bad input, and the report it writes."""
+
+import pytest
+
+from experiments.reproduce import Context, Target, _cli, targets
+from experiments.reproduce._stats import mean_ci95, win_rate_ci95
+
+
+def test_targets_have_unique_prefixed_names():
+    for name, target in targets().items():
+        assert name == target.name
+        assert name == name.lower() and " " not in name
+
+
+def test_unknown_target_lists_valid_ones(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["no-such-target", "--quick"])
+    assert "unknown target" in capsys.readouterr().err
+
+
+def test_key_out_of_range_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["all", "--key", str(2**32)])
+    assert "--key" in capsys.readouterr().err
+
+
+def test_run_target_writes_report_with_header(tmp_path):
+    target = Target("test-dummy", "A paper", "Fig. 0", lambda ctx: f"quick={ctx.quick}\n")
+    report = _cli.run_target(target, Context(tmp_path / "d", quick=True), ["test-dummy"])
+    text = report.read_text()
+    assert text.startswith("# A paper: Fig. 0")
+    assert "quick mode" in text and "quick=True" in text
+
+
+def test_confidence_intervals_by_hand():
+    mean, half = mean_ci95([1.0, 3.0])  # t(0.975, 1) = 12.7062; sd = sqrt(2); /sqrt(2) -> 12.7062
+    assert mean == 2.0 and half == pytest.approx(12.7062, rel=1e-4)
+    rate, _ = win_rate_ci95([1.0, -1.0, 0.0, 2.0])  # 1 + 0 + 0.5 + 1 = 2.5 of 4
+    assert rate == pytest.approx(62.5)
