@@ -169,6 +169,15 @@ def main(argv=None) -> int:
     except (ConfigError, StudyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # disk full, permissions, ... while the study runs
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(
+            f"error: cannot write the study in {args.out}: {exc.strerror or exc}{where}. "
+            "Every completed chunk is kept: fix that (free disk space, permissions) and run "
+            "the same command again to resume",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: progress up to the last chunk is saved in {args.out}; "
