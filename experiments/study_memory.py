@@ -11,7 +11,6 @@ the single place to point at jaxcfr's runner estimate once the library offers on
 from __future__ import annotations
 
 import math
-import os
 import resource
 from pathlib import Path
 
@@ -34,7 +33,9 @@ FIXED_BYTES = 64 << 20  # the compiled game, executables, runtime: per study, no
 def state_bytes(solver, game) -> int:
     """Bytes of one seed's solver state (from shapes alone; nothing is allocated)."""
     shapes = jax.eval_shape(lambda: solver.init(game))
-    return int(sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(shapes)))
+    return int(
+        sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(shapes))
+    )
 
 
 def batch_bytes(solver, game, seeds: int) -> int:

@@ -78,9 +78,13 @@ def read_study_json(path: Path, what: str, hint: str) -> dict:
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise StudyError(f"{path} is corrupted (not valid JSON: {exc}); it holds {what}. {hint}")
+        raise StudyError(
+            f"{path} is corrupted (not valid JSON: {exc}); it holds {what}. {hint}"
+        ) from exc
     except OSError as exc:
-        raise StudyError(f"{path} cannot be read ({exc.strerror}); it holds {what}. {hint}")
+        raise StudyError(
+            f"{path} cannot be read ({exc.strerror}); it holds {what}. {hint}"
+        ) from exc
     if not isinstance(data, dict):
         raise StudyError(
             f"{path} is corrupted (a JSON {type(data).__name__}, not an object); "
