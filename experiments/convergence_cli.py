@@ -178,6 +178,14 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 1
+    except MemoryError:
+        print(
+            f"error: out of memory (the estimate made before the study was too low). "
+            f"Every completed chunk is kept in {args.out}; free memory and run the same "
+            "command again to resume",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: progress up to the last chunk is saved in {args.out}; "
