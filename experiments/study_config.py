@@ -208,7 +208,8 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
     get = lambda k: raw.get(k, DEFAULTS.get(k))  # noqa: E731
     seeds = _int("seeds", get("seeds"), 1)
     key = _int("key", get("key"), 0, MAX_KEY)
-    rate_decades = _float("rate_decades", get("rate_decades"), 0.0, open_lo=True)
+    # int32 iteration counters span at most log10(2**31) = 9.3 decades
+    rate_decades = _float("rate_decades", get("rate_decades"), 0.0, 10.0, open_lo=True)
     bootstrap = _int("bootstrap", get("bootstrap"), 1)
     confidence = _float("confidence", get("confidence"), 0.0, 1.0, open_lo=True)
     x64 = get("x64")
