@@ -42,6 +42,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import games_tensor as gt
 from experiments import algorithms
 from experiments.algorithms import ConfigError
@@ -158,6 +160,18 @@ def _float(field: str, value, lo: float, hi: float = math.inf, *, open_lo: bool 
     return float(value)
 
 
+def _init_scale(where: str, value, x64: bool) -> float:
+    """Initial-regret scale: finite in the study's float type (1e308 is inf in float32)."""
+    dtype = np.float64 if x64 else np.float32
+    hi = float(np.finfo(dtype).max)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > hi:
+        raise ConfigError(
+            f"init_scale ({where}) must be a number >= 0.0 and <= {hi:.8g} (the largest "
+            f"{np.dtype(dtype).name}; x64 = {str(x64).lower()}), got {value!r}"
+        )
+    return _float(f"init_scale ({where})", value, 0.0)
+
+
 def _choice(field: str, value, choices) -> str:
     if value not in choices:
         raise ConfigError(f"{field} must be one of {', '.join(map(repr, choices))}, got {value!r}")
@@ -238,9 +252,14 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
             raise ConfigError(
                 f"algorithms[{i}] must be a name or a table with a name, got {entry!r}"
             )
-        where = f"algorithm {entry['name']!r}"
-        _check_keys(where, entry, ALGO_KEYS)
         name = entry["name"]
+        if not isinstance(name, str):
+            raise ConfigError(
+                f"algorithms[{i}].name must be an algorithm name (string), got {name!r}; "
+                f"valid algorithms: {', '.join(algorithms.available())}"
+            )
+        where = f"algorithm {name!r}"
+        _check_keys(where, entry, ALGO_KEYS)
         optional = entry.get("optional", False)
         if not isinstance(optional, bool):
             raise ConfigError(f"optional ({where}) must be true or false, got {optional!r}")
@@ -278,9 +297,7 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
                     entry.get("evaluate", study_evaluate),
                     ("average", "current"),
                 ),
-                init_scale=_float(
-                    f"init_scale ({where})", entry.get("init_scale", study_scale), 0.0
-                ),
+                init_scale=_init_scale(where, entry.get("init_scale", study_scale), x64),
                 given=given,
             )
         )
@@ -319,6 +336,15 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
     )
 
 
+def _study_table(path: Path, data) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"config file {str(path)!r} must hold an object of study keys (game, algorithms, "
+            f"...), got a JSON {type(data).__name__}"
+        )
+    return data
+
+
 def read_file(path: str | Path) -> dict[str, Any]:
     """Read a study file: ``.toml`` (tomllib) or ``.json``, UTF-8 text (a byte-order mark
     is allowed). Anything else is a :class:`ConfigError` naming the file."""
@@ -348,7 +374,7 @@ def read_file(path: str | Path) -> dict[str, Any]:
         )
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return _study_table(path, json.loads(text))
         except (json.JSONDecodeError, RecursionError) as exc:
             raise ConfigError(f"config file {str(path)!r} is not valid JSON: {exc}") from exc
     if path.suffix.lower() == ".toml":
@@ -362,7 +388,7 @@ def read_file(path: str | Path) -> dict[str, Any]:
                     "reading TOML needs Python 3.11+ (or tomli); use a .json file"
                 ) from exc
         try:
-            return tomllib.loads(text)
+            return _study_table(path, tomllib.loads(text))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
     raise ConfigError(f"config file {str(path)!r} must end in .toml or .json")

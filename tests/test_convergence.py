@@ -185,6 +185,10 @@ def test_refuses_a_non_study_folder(tmp_path, capsys):
         ),
         (["--game", "kuhn_poker", "--algorithms", "cfr:iterations=-3"], ["iterations"]),
         (["--game", "kuhn_poker", "--algorithms", "cfr,cfr"], ["label"]),
+        (  # inf in float32: every regret NaN, a "complete" study at the uniform policy
+            ["--game", "kuhn_poker", "--algorithms", "cfr", "--init-scale", "1e308"],
+            ["init_scale (algorithm 'cfr') must be a number >= 0.0 and <= 3.4028235e+38"],
+        ),
         (  # 10**1e308 overflowed in the rate fit after the whole study had run
             ["--game", "kuhn_poker", "--algorithms", "cfr", "--rate-decades", "1e308"],
             ["rate_decades must be a number > 0.0 and <= 10.0, got 1e+308"],
@@ -388,6 +392,10 @@ def test_prng_key_range(key, ok, tmp_path, capsys):
         (b'game = "kuhn_poker"\x00\nalgorithms = ["cfr"]\n', ["NUL"]),
         (b'game = "kuhn_poker"\niterations = 1e30\nalgorithms = ["cfr"]\n', ["iterations"]),
         (
+            b'game = "kuhn_poker"\nalgorithms = [{name = ["cfr"]}]\n',
+            ["algorithms[0].name must be an algorithm name (string), got ['cfr']"],
+        ),
+        (
             b'game = "kuhn_poker"\n[[algorithms]]\nname = "cfr"\noptional = "yes"\n',
             ["optional (algorithm 'cfr') must be true or false, got 'yes'"],
         ),
@@ -405,6 +413,13 @@ def test_bad_study_files_are_named(content, words, tmp_path, capsys):
     if content is not None and b"1e30" in content:
         assert "iterations must be an integer in [1, 2147483647], got 1e+30" in text
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("text", ['"a string"', "[1, 2]", "[" * 100000])
+def test_json_study_file_that_is_not_an_object(text, tmp_path, capsys):
+    path = _write(tmp_path / "study.json", text)
+    code, out = _main(["--config", str(path), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and str(path) in out and "Traceback" not in out
 
 
 def test_study_files_with_a_byte_order_mark_are_read(tmp_path):
