@@ -59,6 +59,18 @@ def _read_int(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def _cgroup_dir(root: Path, rel: str) -> Path | None:
+    """This process's cgroup folder under ``root``: ``/proc/self/cgroup`` gives the path
+    from the hierarchy's root, which a container may mount lower down, so the longest
+    suffix of the path that exists under ``root`` is the one."""
+    parts = [p for p in rel.split("/") if p]
+    for i in range(len(parts) + 1):
+        candidate = root.joinpath(*parts[i:])
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
 def _cgroup_free() -> int | None:
     """The cgroup memory limit of this process minus its usage (v2, then v1)."""
     try:
@@ -68,18 +80,17 @@ def _cgroup_free() -> int | None:
     free = []
     for line in lines:
         _, controllers, rel = line.split(":", 2)
-        rel = rel.lstrip("/")
         if controllers == "":
-            base = Path("/sys/fs/cgroup") / rel
-            limit, used = base / "memory.max", base / "memory.current"
+            names = ("memory.max", "memory.current")
+            base = _cgroup_dir(Path("/sys/fs/cgroup"), rel)
         elif "memory" in controllers.split(","):
-            base = Path("/sys/fs/cgroup/memory") / rel
-            if not base.exists():
-                base = Path("/sys/fs/cgroup/memory")
-            limit, used = base / "memory.limit_in_bytes", base / "memory.usage_in_bytes"
+            names = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+            base = _cgroup_dir(Path("/sys/fs/cgroup/memory"), rel)
         else:
             continue
-        lim, use = _read_int(limit), _read_int(used)
+        if base is None:
+            continue
+        lim, use = _read_int(base / names[0]), _read_int(base / names[1])
         if lim is not None and use is not None and lim < 1 << 60:
             free.append(lim - use)
     return min(free) if free else None
