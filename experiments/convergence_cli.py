@@ -11,7 +11,10 @@ exact exploitability every ``eval_every`` iterations. After every compiled chunk
 batched solver state and the curves so far are checkpointed (atomically) under
 ``OUT/runs/``, so an interrupted study (Ctrl-C, killed process) resumes from its last
 chunk when run again with the same ``--out`` and ends with the same ``results.json``
-as an uninterrupted run. An output folder holding a different study is refused.
+as an uninterrupted run (a damaged checkpoint is detected by its checksum and its
+chunk recomputed). An output folder holding a different study, or one another process
+is running, is refused; so is a study that would not fit in memory, before it starts.
+Guarantees: docs/guarantees.md.
 
 Output folder: config.json, results.json, timing.json, environment.json, runs/*.csv,
 runs/*.npz, exploitability_vs_iterations.png, exploitability_vs_seconds.png, report.md.
@@ -72,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seeds", type=int, help=f"seeds per algorithm (default {sc.DEFAULTS['seeds']})"
     )
-    p.add_argument("--key", type=int, help="base PRNG key (default 0)")
+    p.add_argument("--key", type=int, help="base PRNG key, 0 to 2**32 - 1 (default 0)")
     p.add_argument(
         "--iterations",
         type=int,

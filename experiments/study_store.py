@@ -4,11 +4,14 @@
 study (:func:`prepare_out`). Beside it: ``results.json``, ``timing.json``,
 ``environment.json`` (versions, devices and git commit of every session),
 ``report.md``, the plots, and per algorithm ``runs/<slug>.npz`` (the last checkpoint:
-batched solver state and curves so far) and ``runs/<slug>.csv`` (the curves).
+batched solver state and curves so far, with a SHA-256 of its arrays),
+``runs/<slug>.prev.npz`` (the checkpoint before it, to fall back on when the last one
+is damaged) and ``runs/<slug>.csv`` (the curves, always rewritten from the checkpoint).
 ``OUT/.lock`` is held (``fcntl.flock``) while a process runs the study (:func:`lock`).
 
 Files are written atomically (a temporary file, then ``os.replace``): a reader, or a
-resumed run, sees the old file or the new one.
+resumed run, sees the old file or the new one. What this guarantees is listed in
+``docs/guarantees.md`` ("Convergence studies").
 """
 
 from __future__ import annotations
