@@ -321,6 +321,8 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
                 f"two algorithms share the label {r['label']!r} (file name {s!r}); "
                 "give each a distinct label"
             )
+        if s.endswith(".prev"):  # runs/<slug>.prev.npz is another algorithm's backup
+            raise ConfigError(f"label {r['label']!r} must not end in '.prev'; choose another")
         seen.add(s)
     return StudyConfig(
         game=raw["game"],

@@ -185,6 +185,7 @@ def test_refuses_a_non_study_folder(tmp_path, capsys):
         ),
         (["--game", "kuhn_poker", "--algorithms", "cfr:iterations=-3"], ["iterations"]),
         (["--game", "kuhn_poker", "--algorithms", "cfr,cfr"], ["label"]),
+        (["--game", "kuhn_poker", "--algorithms", "cfr:label=x.prev"], ["'.prev'"]),
         (  # inf in float32: every regret NaN, a "complete" study at the uniform policy
             ["--game", "kuhn_poker", "--algorithms", "cfr", "--init-scale", "1e308"],
             ["init_scale (algorithm 'cfr') must be a number >= 0.0 and <= 3.4028235e+38"],
