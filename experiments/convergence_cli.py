@@ -172,6 +172,17 @@ def main(argv=None) -> int:
     except (ConfigError, StudyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except FloatingPointError as exc:  # jaxcfr stopped a run whose state became NaN or inf
+        print(
+            f"error: {exc}\nThe study stopped; its outputs so far are in {args.out} (marked "
+            "incomplete). Rerunning it would stop at the same point: change the algorithm's "
+            "parameters (or use --x64) with another --out",
+            file=sys.stderr,
+        )
+        return 1
+    except ValueError as exc:  # jaxcfr refused an argument (e.g. a batch too large to fit)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:  # disk full, permissions, ... while the study runs
         where = f" ({exc.filename})" if exc.filename else ""
         print(

@@ -4,8 +4,9 @@ A study refuses to start (:func:`check`) when its batch of seeds or its bootstra
 not fit, instead of being killed by the kernel, dying with RESOURCE_EXHAUSTED, or
 running for hours and then failing in the rate estimate with no ``results.json``.
 
-:func:`batch_bytes` is the command line's own estimate of one algorithm's batch; it is
-the single place to point at jaxcfr's runner estimate once the library offers one.
+:func:`batch_bytes` is the one place the command line estimates an algorithm's batch:
+it uses jaxcfr's runner estimate (``jaxcfr.estimate_run_memory``) when the library
+exports one, and its own (below) until then.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+import jaxcfr
 from experiments.algorithms import ConfigError
 
 # Peak bytes per seed, in units of the solver state's bytes per seed: the state passed
@@ -40,7 +42,12 @@ def state_bytes(solver, game) -> int:
 
 def batch_bytes(solver, game, seeds: int) -> int:
     """Estimated peak bytes of running ``seeds`` seeds of ``solver`` on ``game`` as one
-    batch (see ``STATE_MULTIPLE``)."""
+    batch: jaxcfr's own estimate of ``jaxcfr.run`` where the library has one
+    (``jaxcfr.estimate_run_memory``) plus the checkpoint's host copy of the state, else
+    ``STATE_MULTIPLE`` states per seed and ``FIXED_BYTES``."""
+    library = getattr(jaxcfr, "estimate_run_memory", None)
+    if library is not None:
+        return int(library(solver, game, seeds)) + state_bytes(solver, game) * seeds
     return FIXED_BYTES + STATE_MULTIPLE * state_bytes(solver, game) * seeds
 
 
@@ -156,8 +163,9 @@ def check(config, solvers, game, available=None, host=None) -> None:
         for a in config.algorithms:
             need = batch_bytes(solvers[a.label], game, config.seeds)
             if need > available:
-                per_seed = (need - FIXED_BYTES) / config.seeds
-                fit = max(0, int((available - FIXED_BYTES) // per_seed))
+                one = batch_bytes(solvers[a.label], game, 1)
+                per_seed = batch_bytes(solvers[a.label], game, 2) - one
+                fit = max(0, int((available - one + per_seed) // per_seed))
                 raise ConfigError(
                     f"seeds = {config.seeds}: {a.label} on {config.game} would need about "
                     f"{_gib(need)} ({per_seed / 1024:.4g} KiB per seed, estimated before "
