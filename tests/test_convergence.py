@@ -641,7 +641,7 @@ def test_memory_estimate_uses_the_library_estimate_when_there_is_one(monkeypatch
 
 
 LOCK_WORKER = """
-import os, sys
+import os, sys, time
 from pathlib import Path
 from experiments import study_store as store
 out, marker, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
@@ -649,7 +649,7 @@ ready = marker.with_name("ready")
 ready.mkdir(exist_ok=True)
 (ready / str(os.getpid())).touch()
 while len(os.listdir(ready)) < 2:  # start together
-    os.sched_yield()
+    time.sleep(0.01)
 taken = overlaps = 0
 while taken < n:
     try:
