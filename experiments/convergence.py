@@ -23,6 +23,7 @@ import games_tensor as gt
 import jaxcfr
 from experiments import algorithms, plots, rates, report
 from experiments import study_config as sc
+from experiments import study_memory as memory
 from experiments import study_store as store
 from experiments.algorithms import ConfigError
 from experiments.study_store import AlgorithmRun
@@ -42,21 +43,25 @@ def _seeds_vary(algo: sc.AlgorithmConfig, solver: jaxcfr.Solver) -> str:
 
 def build_results(config: sc.StudyConfig, runs: dict[str, AlgorithmRun], solvers) -> dict[str, Any]:
     """Everything deterministic about the study (no times, no paths)."""
-    out = []
+    out, errors = [], {}
     for a in config.algorithms:
         run = runs[a.label]
         expl = run.exploitability()
         final = rate = None
         if run.iterations:
             final = rates.summarize(expl[:, -1])._asdict()
-            r = rates.convergence_rate(
-                run.iterations,
-                expl,
-                decades=config.rate_decades,
-                num_bootstrap=config.bootstrap,
-                confidence=config.confidence,
-                seed=config.key,
-            )
+            try:
+                r = rates.convergence_rate(
+                    run.iterations,
+                    expl,
+                    decades=config.rate_decades,
+                    num_bootstrap=config.bootstrap,
+                    confidence=config.confidence,
+                    seed=config.key,
+                )
+            except MemoryError:  # checked beforehand (study_memory); never lose the curves
+                r = None
+                errors[a.label] = f"out of memory for {config.bootstrap} bootstrap resamples"
             rate = None if r is None else r._asdict()
         out.append(
             {
@@ -76,6 +81,8 @@ def build_results(config: sc.StudyConfig, runs: dict[str, AlgorithmRun], solvers
                 "exploitability": [[_num(v) for v in row] for row in expl],
             }
         )
+        if a.label in errors:
+            out[-1]["rate_error"] = errors[a.label]
     return {
         "config": config.to_dict(),
         "complete": all(a["complete"] for a in out),
@@ -111,9 +118,16 @@ def build_timing(config: sc.StudyConfig, runs: dict[str, AlgorithmRun]) -> dict[
 def write_outputs(
     out: Path, config: sc.StudyConfig, runs: dict[str, AlgorithmRun], solvers
 ) -> dict:
-    """results.json, timing.json, the two plots and report.md, from the runs so far."""
+    """results.json, timing.json, runs/*.csv, the two plots and report.md, from the runs
+    so far (so every file follows the checkpoints, whatever happened before)."""
     results = build_results(config, runs, solvers)
     timing = build_timing(config, runs)
+    for a in config.algorithms:  # the CSVs always follow the checkpoints
+        csv = store.curves_path(out, a.slug)
+        if runs[a.label].iterations:
+            store.write_csv(csv, runs[a.label])
+        else:
+            csv.unlink(missing_ok=True)
     store.write_json(out / store.RESULTS, results)
     store.write_json(out / store.TIMING, timing)
     its, secs = [], []
@@ -153,8 +167,9 @@ def run_study(
         to interrupt a study).
       echo: where status lines go.
     Raises:
-      StudyError / ConfigError before anything is written; KeyboardInterrupt after
-      writing the partial outputs (marked incomplete).
+      StudyError / ConfigError before anything is written (a study that would not fit
+      in memory included); KeyboardInterrupt after writing the partial outputs (marked
+      incomplete); OSError (disk full, ...) with every completed chunk kept.
     """
     out = Path(out)
     with jax.enable_x64(config.x64):
@@ -163,8 +178,10 @@ def run_study(
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from exc
         solvers = {a.label: algorithms.build(a.name, a.params) for a in config.algorithms}
-        resuming = store.prepare_out(out, config.to_dict())
+        memory.check(config, solvers, game)
+        store.create_out(out)
         with store.lock(out):
+            resuming = store.prepare_out(out, config.to_dict())
             return _run_locked(
                 config,
                 out,
@@ -181,12 +198,15 @@ def _run_locked(
     config, out: Path, game, solvers, resuming: bool, *, progress, after_chunk, echo
 ) -> dict[str, Any]:
     (out / store.RUNS).mkdir(exist_ok=True)
+    store.remove_temporaries(out)
     runs: dict[str, AlgorithmRun] = {}
     for a in config.algorithms:
         template = jax.eval_shape(lambda s=solvers[a.label]: s.init(game))
-        runs[a.label] = store.load_checkpoint(
+        runs[a.label], note = store.load_checkpoint(
             store.checkpoint_path(out, a.slug), a.label, template, config.seeds
         )
+        if note:
+            echo(f"warning: {note}")
         done = runs[a.label].done
         if done >= a.iterations:
             echo(f"{a.label}: already complete ({done} iterations)")

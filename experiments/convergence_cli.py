@@ -11,7 +11,10 @@ exact exploitability every ``eval_every`` iterations. After every compiled chunk
 batched solver state and the curves so far are checkpointed (atomically) under
 ``OUT/runs/``, so an interrupted study (Ctrl-C, killed process) resumes from its last
 chunk when run again with the same ``--out`` and ends with the same ``results.json``
-as an uninterrupted run. An output folder holding a different study is refused.
+as an uninterrupted run (a damaged checkpoint is detected by its checksum and its
+chunk recomputed). An output folder holding a different study, or one another process
+is running, is refused; so is a study that would not fit in memory, before it starts.
+Guarantees: docs/guarantees.md.
 
 Output folder: config.json, results.json, timing.json, environment.json, runs/*.csv,
 runs/*.npz, exploitability_vs_iterations.png, exploitability_vs_seconds.png, report.md.
@@ -72,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seeds", type=int, help=f"seeds per algorithm (default {sc.DEFAULTS['seeds']})"
     )
-    p.add_argument("--key", type=int, help="base PRNG key (default 0)")
+    p.add_argument("--key", type=int, help="base PRNG key, 0 to 2**32 - 1 (default 0)")
     p.add_argument(
         "--iterations",
         type=int,
@@ -169,6 +172,34 @@ def main(argv=None) -> int:
     except (ConfigError, StudyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except FloatingPointError as exc:  # jaxcfr stopped a run whose state became NaN or inf
+        print(
+            f"error: {exc}\nThe study stopped; its outputs so far are in {args.out} (marked "
+            "incomplete). Rerunning it would stop at the same point: change the algorithm's "
+            "parameters (or use --x64) with another --out",
+            file=sys.stderr,
+        )
+        return 1
+    except ValueError as exc:  # jaxcfr refused an argument (e.g. a batch too large to fit)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # disk full, permissions, ... while the study runs
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(
+            f"error: cannot write the study in {args.out}: {exc.strerror or exc}{where}. "
+            "Every completed chunk is kept: fix that (free disk space, permissions) and run "
+            "the same command again to resume",
+            file=sys.stderr,
+        )
+        return 1
+    except MemoryError:
+        print(
+            f"error: out of memory (the estimate made before the study was too low). "
+            f"Every completed chunk is kept in {args.out}; free memory and run the same "
+            "command again to resume",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: progress up to the last chunk is saved in {args.out}; "

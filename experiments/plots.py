@@ -61,6 +61,10 @@ def plot_exploitability(series: list[Series], path: str | Path, *, xlabel: str, 
         ax.legend(loc="best")
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, format="png", dpi=DPI)
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp, format="png", dpi=DPI)
+        os.replace(tmp, path)
+    except BaseException:  # disk full, interrupt: leave the old plot, not a half-written one
+        tmp.unlink(missing_ok=True)
+        raise
     return path

@@ -5,7 +5,7 @@ A study file (``experiments/studies/default.toml`` is an example)::
     game = "leduc_poker"           # any name of games_tensor.available()
     game_params = {}               # its parameters
     seeds = 16                     # runs per algorithm, vmapped together
-    key = 0                        # base PRNG key; seed i uses fold_in(key, i)
+    key = 0                        # base PRNG key (0 <= key < 2**32); seed i: fold_in(key, i)
     iterations = 20000             # defaults for every algorithm ...
     eval_every = 500               # ... (exact exploitability every k iterations)
     evaluate = "average"           # or "current" policy
@@ -42,11 +42,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import games_tensor as gt
 from experiments import algorithms
 from experiments.algorithms import ConfigError
 
 FORMAT_VERSION = 1
+CONFIG_NAME = "config.json"  # the resolved study in an output folder (study_store.CONFIG)
 
 DEFAULTS = {
     "seeds": 16,
@@ -71,6 +74,11 @@ ALGO_KEYS = {
     "optional",
 }
 EVAL_POINTS = 50  # default eval_every = iterations // EVAL_POINTS
+# jax.random.PRNGKey keeps 32 bits of its seed without x64 (2**32 would be key 0), so
+# larger keys are refused rather than folded onto small ones.
+MAX_KEY = 2**32 - 1
+# Iteration counters are int32: no study can count past this.
+MAX_ITERATIONS = 2**31 - 1
 SCALARS = (bool, int, float, str, type(None))  # the values a parameter may take in a file
 
 
@@ -126,11 +134,18 @@ def slug(label: str) -> str:
 
 
 # ---------------------------------------------------------------- value checks
-def _int(field: str, value, lo: int) -> int:
+def _int(field: str, value, lo: int, hi: int | None = None) -> int:
+    given = value
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-        raise ConfigError(f"{field} must be an integer >= {lo}, got {value!r}")
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or value < lo
+        or (hi is not None and value > hi)
+    ):
+        bound = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ConfigError(f"{field} must be an integer {bound}, got {given!r}")
     return value
 
 
@@ -143,6 +158,18 @@ def _float(field: str, value, lo: float, hi: float = math.inf, *, open_lo: bool 
         bound += f" and <= {hi}" if hi < math.inf else ""
         raise ConfigError(f"{field} must be a number {bound}, got {value!r}")
     return float(value)
+
+
+def _init_scale(where: str, value, x64: bool) -> float:
+    """Initial-regret scale: finite in the study's float type (1e308 is inf in float32)."""
+    dtype = np.float64 if x64 else np.float32
+    hi = float(np.finfo(dtype).max)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > hi:
+        raise ConfigError(
+            f"init_scale ({where}) must be a number >= 0.0 and <= {hi:.8g} (the largest "
+            f"{np.dtype(dtype).name}; x64 = {str(x64).lower()}), got {value!r}"
+        )
+    return _float(f"init_scale ({where})", value, 0.0)
 
 
 def _choice(field: str, value, choices) -> str:
@@ -194,15 +221,20 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
     _check_game(raw["game"], game_params)
     get = lambda k: raw.get(k, DEFAULTS.get(k))  # noqa: E731
     seeds = _int("seeds", get("seeds"), 1)
-    key = _int("key", get("key"), 0)
-    rate_decades = _float("rate_decades", get("rate_decades"), 0.0, open_lo=True)
+    key = _int("key", get("key"), 0, MAX_KEY)
+    # int32 iteration counters span at most log10(2**31) = 9.3 decades
+    rate_decades = _float("rate_decades", get("rate_decades"), 0.0, 10.0, open_lo=True)
     bootstrap = _int("bootstrap", get("bootstrap"), 1)
     confidence = _float("confidence", get("confidence"), 0.0, 1.0, open_lo=True)
     x64 = get("x64")
     if not isinstance(x64, bool):
         raise ConfigError(f"x64 must be true or false, got {x64!r}")
-    study_iters = _int("iterations", get("iterations"), 1)
-    study_eval = None if raw.get("eval_every") is None else _int("eval_every", raw["eval_every"], 1)
+    study_iters = _int("iterations", get("iterations"), 1, MAX_ITERATIONS)
+    study_eval = (
+        None
+        if raw.get("eval_every") is None
+        else _int("eval_every", raw["eval_every"], 1, MAX_ITERATIONS)
+    )
     study_evaluate = _choice("evaluate", get("evaluate"), ("average", "current"))
     study_scale = _float("init_scale", get("init_scale"), 0.0)
 
@@ -220,10 +252,18 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
             raise ConfigError(
                 f"algorithms[{i}] must be a name or a table with a name, got {entry!r}"
             )
-        where = f"algorithm {entry['name']!r}"
-        _check_keys(where, entry, ALGO_KEYS)
         name = entry["name"]
-        if entry.get("optional", False) and name not in algorithms.available():
+        if not isinstance(name, str):
+            raise ConfigError(
+                f"algorithms[{i}].name must be an algorithm name (string), got {name!r}; "
+                f"valid algorithms: {', '.join(algorithms.available())}"
+            )
+        where = f"algorithm {name!r}"
+        _check_keys(where, entry, ALGO_KEYS)
+        optional = entry.get("optional", False)
+        if not isinstance(optional, bool):
+            raise ConfigError(f"optional ({where}) must be true or false, got {optional!r}")
+        if optional and name not in algorithms.available():
             skipped.append(name)
             continue
         given = _table(f"{where} params", entry.get("params"))
@@ -234,7 +274,9 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
                 raise ConfigError(
                     f"{where}: parameter {k}={v!r} cannot be written to a config file"
                 )
-        iters = _int(f"iterations ({where})", entry.get("iterations", study_iters), 1)
+        iters = _int(
+            f"iterations ({where})", entry.get("iterations", study_iters), 1, MAX_ITERATIONS
+        )
         eval_every = entry.get("eval_every", study_eval)
         eval_every = max(1, iters // EVAL_POINTS) if eval_every is None else eval_every
         eval_every = _int(f"eval_every ({where})", eval_every, 1)
@@ -255,9 +297,7 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
                     entry.get("evaluate", study_evaluate),
                     ("average", "current"),
                 ),
-                init_scale=_float(
-                    f"init_scale ({where})", entry.get("init_scale", study_scale), 0.0
-                ),
+                init_scale=_init_scale(where, entry.get("init_scale", study_scale), x64),
                 given=given,
             )
         )
@@ -281,6 +321,8 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
                 f"two algorithms share the label {r['label']!r} (file name {s!r}); "
                 "give each a distinct label"
             )
+        if s.endswith(".prev"):  # runs/<slug>.prev.npz is another algorithm's backup
+            raise ConfigError(f"label {r['label']!r} must not end in '.prev'; choose another")
         seen.add(s)
     return StudyConfig(
         game=raw["game"],
@@ -296,16 +338,46 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
     )
 
 
+def _study_table(path: Path, data) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"config file {str(path)!r} must hold an object of study keys (game, algorithms, "
+            f"...), got a JSON {type(data).__name__}"
+        )
+    return data
+
+
 def read_file(path: str | Path) -> dict[str, Any]:
-    """Read a study file: ``.toml`` (tomllib) or ``.json``."""
+    """Read a study file: ``.toml`` (tomllib) or ``.json``, UTF-8 text (a byte-order mark
+    is allowed). Anything else is a :class:`ConfigError` naming the file."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(
+            f"config file {str(path)!r} is a folder; give a study file (.toml or .json), "
+            f"e.g. {str(path / CONFIG_NAME)!r} of an earlier study"
+        )
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
-    text = path.read_text()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {exc.strerror}") from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {str(path)!r} is not UTF-8 text (byte {data[exc.start]:#04x} at "
+            f"offset {exc.start}); study files must be UTF-8 (save it as UTF-8)"
+        ) from exc
+    if "\x00" in text:
+        raise ConfigError(
+            f"config file {str(path)!r} holds NUL bytes (a binary file?); study files "
+            "are UTF-8 text"
+        )
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
+            return _study_table(path, json.loads(text))
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise ConfigError(f"config file {str(path)!r} is not valid JSON: {exc}") from exc
     if path.suffix.lower() == ".toml":
         try:
@@ -318,7 +390,7 @@ def read_file(path: str | Path) -> dict[str, Any]:
                     "reading TOML needs Python 3.11+ (or tomli); use a .json file"
                 ) from exc
         try:
-            return tomllib.loads(text)
+            return _study_table(path, tomllib.loads(text))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
     raise ConfigError(f"config file {str(path)!r} must end in .toml or .json")

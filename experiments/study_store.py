@@ -4,17 +4,23 @@
 study (:func:`prepare_out`). Beside it: ``results.json``, ``timing.json``,
 ``environment.json`` (versions, devices and git commit of every session),
 ``report.md``, the plots, and per algorithm ``runs/<slug>.npz`` (the last checkpoint:
-batched solver state and curves so far) and ``runs/<slug>.csv`` (the curves).
-``OUT/.lock`` exists while a process runs the study (:func:`lock`).
+batched solver state and curves so far, with a SHA-256 of its arrays),
+``runs/<slug>.prev.npz`` (the checkpoint before it, to fall back on when the last one
+is damaged) and ``runs/<slug>.csv`` (the curves, always rewritten from the checkpoint).
+``OUT/.lock`` is held (``fcntl.flock``) while a process runs the study (:func:`lock`).
 
 Files are written atomically (a temporary file, then ``os.replace``): a reader, or a
-resumed run, sees the old file or the new one.
+resumed run, sees the old file or the new one. What this guarantees is listed in
+``docs/guarantees.md`` ("Convergence studies").
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
+import fcntl
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -27,7 +33,8 @@ from typing import Any
 import jax
 import numpy as np
 
-CONFIG = "config.json"
+from experiments.study_config import CONFIG_NAME as CONFIG
+
 RESULTS = "results.json"
 TIMING = "timing.json"
 ENVIRONMENT = "environment.json"
@@ -43,10 +50,16 @@ class StudyError(ValueError):
 # ---------------------------------------------------------------- atomic files
 @contextlib.contextmanager
 def _atomic(path: Path):
-    """Yield a temporary path to write; it replaces ``path`` if the block succeeds."""
+    """Yield a temporary path to write; it replaces ``path`` if the block succeeds, and is
+    removed if it fails (disk full, interrupt), leaving ``path`` as it was."""
     tmp = path.with_name(path.name + ".tmp")
-    yield tmp
-    os.replace(tmp, path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def write_text(path: Path, text: str) -> None:
@@ -60,6 +73,27 @@ def write_json(path: Path, data) -> None:
 
 def read_json(path: Path):
     return json.loads(path.read_text())
+
+
+def read_study_json(path: Path, what: str, hint: str) -> dict:
+    """A JSON object the study wrote (``config.json``, ``environment.json``); anything
+    else is a StudyError naming the file, what it holds and ``hint`` (what to do)."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise StudyError(
+            f"{path} is corrupted (not valid JSON: {exc}); it holds {what}. {hint}"
+        ) from exc
+    except OSError as exc:
+        raise StudyError(
+            f"{path} cannot be read ({exc.strerror}); it holds {what}. {hint}"
+        ) from exc
+    if not isinstance(data, dict):
+        raise StudyError(
+            f"{path} is corrupted (a JSON {type(data).__name__}, not an object); "
+            f"it holds {what}. {hint}"
+        )
+    return data
 
 
 # ---------------------------------------------------------------- environment and sessions
@@ -106,9 +140,23 @@ def _now() -> str:
 
 
 def read_environment(out: Path) -> dict[str, Any]:
-    """``environment.json``, or no sessions yet."""
+    """``environment.json``, or no sessions yet. A corrupted file is a StudyError naming it."""
     path = out / ENVIRONMENT
-    return read_json(path) if path.exists() else {"sessions": []}
+    if not path.exists():
+        return {"sessions": []}
+    env = read_study_json(
+        path,
+        "the record of the study's sessions (versions, devices, commits), not its results",
+        f"Restore it, or delete it to start a new record (the results are kept): rm {path}",
+    )
+    sessions = env.get("sessions")
+    if not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions):
+        raise StudyError(
+            f"{path} is corrupted (no list of sessions); it holds the record of the study's "
+            f"sessions, not its results. Restore it, or delete it to start a new record "
+            f"(the results are kept): rm {path}"
+        )
+    return env
 
 
 def start_session(out: Path) -> dict[str, Any]:
@@ -171,23 +219,49 @@ def _config_diff(old: dict, new: dict) -> list[str]:
     return diff
 
 
+def create_out(out: Path) -> None:
+    """Create the output folder (and its parents), or raise a StudyError saying why not:
+    a file in the way, no permission, a full disk."""
+    if out.exists() and not out.is_dir():
+        raise StudyError(f"--out {str(out)!r} exists and is not a folder; choose a folder")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise StudyError(
+                    f"--out {str(out)!r} cannot be created: {str(parent)!r} is a file, "
+                    "not a folder; choose a path under a folder"
+                )
+            break
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StudyError(f"--out {str(out)!r} cannot be created ({exc.strerror})") from exc
+
+
+def remove_temporaries(out: Path) -> None:
+    """Delete the ``*.tmp`` files a killed process left half-written (holding the lock)."""
+    for folder in (out, out / RUNS):
+        for tmp in folder.glob("*.tmp"):
+            tmp.unlink(missing_ok=True)
+
+
 def prepare_out(out: Path, config: dict) -> bool:
-    """Create ``out`` with ``config.json``, or check it holds this very study.
+    """Write ``config.json`` into the (existing) folder ``out``, or check it holds this
+    very study. Call it holding the :func:`lock`, so two processes cannot both start a
+    study there.
 
     Returns True when ``out`` already holds the study (resume). Raises StudyError for a
     folder with a different config, or a non-empty folder that is not a study.
     """
     config = json.loads(json.dumps(config))
-    if out.exists() and not out.is_dir():
-        raise StudyError(f"--out {str(out)!r} exists and is not a folder")
     cfg_path = out / CONFIG
     if cfg_path.exists():
-        try:
-            old = read_json(cfg_path)
-        except json.JSONDecodeError as exc:
-            raise StudyError(
-                f"{cfg_path} is not valid JSON ({exc}); refusing to touch {out}"
-            ) from exc
+        old = read_study_json(
+            cfg_path,
+            "the study this folder holds",
+            f"Nothing was changed; restore the file, or choose another --out (to restart "
+            f"here, delete {out})",
+        )
         diff = _config_diff(old, config)
         if diff:
             shown = "; ".join(diff[:8]) + ("; ..." if len(diff) > 8 else "")
@@ -196,55 +270,57 @@ def prepare_out(out: Path, config: dict) -> bool:
                 f"changed; choose another --out, or rerun it with --config {cfg_path}."
             )
         return True
-    if out.exists() and any(out.iterdir()):
+    if any(p.name != LOCK for p in out.iterdir()):
         raise StudyError(
             f"{out} is not empty and holds no study ({CONFIG} missing); "
             "refusing to write into it; choose another --out"
         )
-    (out / RUNS).mkdir(parents=True, exist_ok=True)
+    (out / RUNS).mkdir(exist_ok=True)
     write_json(cfg_path, config)
     return False
 
 
 @contextlib.contextmanager
 def lock(out: Path):
-    """One process per output folder: ``OUT/.lock`` holds the owner's pid; a lock left by
-    a process that no longer runs (killed) is taken over."""
+    """One process per output folder: an exclusive ``fcntl.flock`` on ``OUT/.lock``
+    (which also records the owner's pid, for the error message only). The kernel
+    releases it when its process ends, however it ends, so a killed study leaves no
+    stale lock; a second process (or a second ``lock`` in this one) is refused with a
+    StudyError. The file is removed on release, while still locked; a process that
+    locked a removed file notices (the path no longer names it) and tries again."""
     path = out / LOCK
-    for _ in range(2):
+    while True:
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            try:
-                pid = int(path.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid > 0 and pid != os.getpid() and _alive(pid):
-                raise StudyError(
-                    f"another process (pid {pid}) is running the study in {out}; "
-                    f"wait for it, or delete {path} if that is wrong"
-                ) from None
-            path.unlink(missing_ok=True)  # stale
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(str(os.getpid()))
-        break
-    else:
-        raise StudyError(f"could not lock {out} ({path})")
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StudyError(f"cannot write in {out} ({exc.strerror}: {path})") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            owner = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise StudyError(f"cannot lock {path} ({exc.strerror})") from exc
+            who = f"pid {owner}" if owner.isdigit() else "pid not yet written"
+            raise StudyError(
+                f"another process ({who}) is running a study in {out}; wait for it to "
+                "finish (two processes never write one folder)"
+            ) from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the previous owner removed the file between our open and flock
     try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
         yield
     finally:
-        path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, owned by another user
-        pass
-    return True
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
 
 
 # ---------------------------------------------------------------- checkpoints and curves
@@ -299,11 +375,28 @@ def checkpoint_path(out: Path, slug: str) -> Path:
     return out / RUNS / f"{slug}.npz"
 
 
+def previous_checkpoint_path(path: Path) -> Path:
+    """The checkpoint of the chunk before ``path``'s, kept to recover from a damaged one."""
+    return path.with_name(path.stem + ".prev.npz")
+
+
 def curves_path(out: Path, slug: str) -> Path:
     return out / RUNS / f"{slug}.csv"
 
 
+def _digest(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 over every array's name, dtype, shape and bytes (in name order)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        x = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{x.dtype.str}|{x.shape}|".encode())
+        h.update(x.tobytes())
+    return h.hexdigest()
+
+
 def save_checkpoint(path: Path, label: str, run: AlgorithmRun, state) -> None:
+    """Write the state and curves so far, with a checksum, atomically; the checkpoint it
+    replaces is kept as :func:`previous_checkpoint_path` (one chunk back)."""
     leaves = [np.asarray(x) for x in jax.tree.leaves(state)]
     arrays = {f"leaf_{i}": x for i, x in enumerate(leaves)}
     arrays.update(
@@ -314,21 +407,74 @@ def save_checkpoint(path: Path, label: str, run: AlgorithmRun, state) -> None:
         chunk_seconds=np.asarray(run.chunk_seconds),
         session=np.asarray(run.session, np.int64),
     )
-    with _atomic(path) as tmp, open(tmp, "wb") as f:
-        np.savez(f, **arrays)
+    arrays["sha256"] = np.asarray(_digest(arrays))
+    with _atomic(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        if path.exists():
+            os.replace(path, previous_checkpoint_path(path))
 
 
-def load_checkpoint(path: Path, label: str, template, batch: int) -> AlgorithmRun:
-    """Read ``path`` (if present) and check it against the state's shapes ``template``."""
-    run = AlgorithmRun()
-    if not path.exists():
-        return run
-    hint = f"delete {path} (and {path.with_suffix('.csv')}) to restart this algorithm"
+class _Damaged(Exception):
+    """A checkpoint file that cannot be trusted (unreadable, truncated, checksum wrong)."""
+
+
+def _read_verified(path: Path) -> dict[str, np.ndarray]:
     try:
-        with np.load(path) as z:
+        with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise StudyError(f"checkpoint {path} is unreadable ({exc}); {hint}") from exc
+    except Exception as exc:  # zipfile.BadZipFile, EOFError, ValueError, OSError, ...
+        raise _Damaged(f"unreadable: {type(exc).__name__}: {exc}") from exc
+    stored = data.pop("sha256", None)
+    if stored is None:
+        raise _Damaged("no checksum (written by an older version, or edited)")
+    if str(stored) != _digest(data):
+        raise _Damaged("checksum mismatch: the file was damaged or edited")
+    return data
+
+
+def load_checkpoint(
+    path: Path, label: str, template, batch: int
+) -> tuple[AlgorithmRun, str | None]:
+    """The last trustworthy checkpoint of one algorithm, checked against the state's
+    shapes ``template``: ``(run, note)``.
+
+    A damaged ``path`` (unreadable, truncated, bit-flipped, edited: its checksum tells)
+    is removed and the previous chunk's checkpoint used instead, so that chunk is
+    recomputed; if that one is damaged too the algorithm restarts from iteration 0.
+    ``note`` says what was done (None when the checkpoint was fine or absent). A
+    checkpoint that is intact but belongs to another algorithm or state shape is a
+    StudyError (the folder was tampered with; nothing is guessed).
+    """
+    prev = previous_checkpoint_path(path)
+    problems = []
+    for candidate in (path, prev):
+        if not candidate.exists():
+            continue
+        try:
+            data = _read_verified(candidate)
+        except _Damaged as exc:
+            problems.append(f"{candidate} is damaged ({exc})")
+            candidate.unlink()
+            continue
+        run = _run_from(candidate, data, label, template, batch)
+        note = None
+        if problems:
+            note = "; ".join(problems) + (
+                f"; resuming {label} from {candidate.name} at iteration {run.done} "
+                "(the lost chunk is recomputed)"
+            )
+        if candidate == prev:
+            os.replace(prev, path)
+        return run, note
+    note = None
+    if problems:
+        note = "; ".join(problems) + f"; no usable checkpoint, {label} restarts from iteration 0"
+    return AlgorithmRun(), note
+
+
+def _run_from(path: Path, data: dict, label: str, template, batch: int) -> AlgorithmRun:
+    hint = f"delete {path} (and {path.with_suffix('.csv')}) to restart this algorithm"
     leaves, treedef = jax.tree.flatten(template)
     if str(data.get("label")) != label or int(data.get("num_leaves", -1)) != len(leaves):
         raise StudyError(f"checkpoint {path} does not belong to algorithm {label!r}; {hint}")
@@ -341,6 +487,7 @@ def load_checkpoint(path: Path, label: str, template, batch: int) -> AlgorithmRu
                 f"expected {t.dtype}{[batch, *t.shape]}; {hint}"
             )
         state.append(jax.numpy.asarray(x))
+    run = AlgorithmRun()
     run.state = jax.tree.unflatten(treedef, state)
     run.iterations = [int(t) for t in data["iterations"]]
     run.nash_conv = list(data["nash_conv"])
