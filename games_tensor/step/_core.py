@@ -24,10 +24,11 @@ to a jitted function or closed over). Write code for one state and ``jax.vmap`` 
 Node kinds follow ``games_tensor._rules``: ``current_player`` is 0, 1, ``CHANCE``
 (-1) or ``TERMINAL`` (-4). At a chance node ``apply`` takes the index ``k`` of a
 chance outcome with ``chance_probs(state)[k] > 0``; at a player node an action
-with ``legal_mask(state)[a]``. Anything else is undefined (it cannot raise under
-``jit``). The compiled game lists only outcomes of positive probability, so its
-chance slot ``j`` is the ``j``-th positive entry of ``chance_probs`` here (the same
-order; the two coincide unless a deck runs out of a card type, e.g. GP with C <= 2).
+with ``legal_mask(state)[a]``; at a terminal it returns the state unchanged.
+Anything else is undefined (it cannot raise under ``jit``). The compiled game lists
+only outcomes of positive probability, so its chance slot ``j`` is the ``j``-th
+positive entry of ``chance_probs`` here (the same order; the two coincide unless a
+deck runs out of a card type, e.g. GP with C <= 2).
 
 Information-state keys: ``information_state_key(state, player)`` packs what
 ``player`` has observed into W uint32 words (:class:`KeyLayout`; each game's
@@ -192,8 +193,8 @@ class StepGame:
         """[K] float: outcome probabilities at a chance node (zeros elsewhere)."""
         raise NotImplementedError
 
-    def apply(self, state, action) -> NamedTuple:
-        """The successor state; ``action`` is a chance outcome index at chance nodes."""
+    def _apply(self, state, action) -> NamedTuple:
+        """The successor state at a chance or player node (terminals handled by apply)."""
         raise NotImplementedError
 
     def returns(self, state) -> jax.Array:
@@ -209,6 +210,16 @@ class StepGame:
         raise NotImplementedError
 
     # ---- shared conveniences ---------------------------------------------------
+    def apply(self, state, action) -> NamedTuple:
+        """The successor state; ``action`` is a chance outcome index at chance nodes.
+
+        At a terminal the state is returned unchanged, so a fixed-length masked loop
+        can keep stepping finished trajectories.
+        """
+        new = self._apply(state, action)
+        done = self.is_terminal(state)
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), state, new)
+
     def is_terminal(self, state) -> jax.Array:
         return self.current_player(state) == TERMINAL
 

@@ -3,7 +3,7 @@
 
 State: the dealt card types, the round, each round's actions, the betting state of the
 round (amount to call, aggressive actions) and the contributions. GP(4,6,4,4): 6 actions,
-4 chance outcomes, a 51-bit information-state key (2 uint32 words).
+4 chance outcomes, a 49-bit information-state key (2 uint32 words).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class GenericPokerStep(StepGame):
     ``public``: public type + 1 once dealt, else 0 (``bits(T)`` bits each), ``round1``
     and ``round2``: L = R + 3 action codes each (action + 1, 0 = none; ``bits(A)``
     bits), as the compiled key "P0 card:K | round1: cr4c | public:Q | round2: ".
-    GP(3,3,2,2): 35 bits; GP(4,6,4,4): 51 bits (2 words).
+    GP(3,3,2,2): 35 bits; GP(4,6,4,4): 49 bits (2 words).
 
     Public-state key: ``public``, ``round1``, ``round2`` as above (the compiled public
     state string shows the same: the betting and the public card).
@@ -135,7 +135,7 @@ class GenericPokerStep(StepGame):
         total = jnp.maximum(t * c - state.num_deals, 1).astype(float_dtype())
         return left / total * self._dealing(state)
 
-    def apply(self, state, action):
+    def _apply(self, state, action):
         action = jnp.asarray(action, jnp.int32)
         dealing = self._dealing(state)
         dealt = state._replace(

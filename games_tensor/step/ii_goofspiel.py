@@ -100,7 +100,7 @@ class IIGoofspielStep(StepGame):
         cards = jnp.stack([one_hot_set(cards[0], rnd, c0), one_hot_set(cards[1], rnd, c1)])
         return cards, one_hot_set(outcomes, rnd, code), diff
 
-    def apply(self, state, action):
+    def _apply(self, state, action):
         n = self.num_cards
         action = jnp.asarray(action, jnp.int32)
         p1_bids = state.phase == 0

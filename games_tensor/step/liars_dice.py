@@ -100,7 +100,7 @@ class LiarsDiceStep(StepGame):
         p = jnp.where(chance, 1.0 / self.faces, 0.0).astype(float_dtype())
         return jnp.broadcast_to(p, (self.faces,))
 
-    def apply(self, state, action):
+    def _apply(self, state, action):
         action = jnp.asarray(action, jnp.int32)
         chance = state.rolled < self.num_dice
         liar = action == self.num_bids
