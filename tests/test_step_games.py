@@ -187,16 +187,17 @@ def test_step_game_is_a_static_pytree_and_jits_once():
 
 def test_vmap_over_states():
     sg = step.load("generic_poker", num_types=4, cards_per_type=6, max_raises=4, num_bet_sizes=4)
+    apply = jax.jit(jax.vmap(sg.apply))
     states = jax.vmap(lambda _: sg.init())(jnp.arange(4))
-    states = jax.vmap(sg.apply)(states, jnp.array([0, 1, 2, 3]))  # P1's card
-    probs = jax.vmap(sg.chance_probs)(states)
+    states = apply(states, jnp.array([0, 1, 2, 3]))  # P1's card
+    probs = jax.jit(jax.vmap(sg.chance_probs))(states)
     assert probs.shape == (4, 4)
     # 6 copies of each of 4 types; one dealt: 5 of the 23 cards left have that type
     np.testing.assert_allclose(np.diag(probs), np.full(4, 5 / 23), rtol=1e-6)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-6)
-    states = jax.vmap(sg.apply)(states, jnp.array([3, 2, 1, 0]))  # P2's card
-    assert (jax.vmap(sg.current_player)(states) == 0).all()
-    keys = jax.vmap(sg.information_state_key, in_axes=(0, None))(states, 0)
+    states = apply(states, jnp.array([3, 2, 1, 0]))  # P2's card
+    assert (jax.jit(jax.vmap(sg.current_player))(states) == 0).all()
+    keys = jax.jit(jax.vmap(sg.information_state_key, in_axes=(0, None)))(states, 0)
     assert keys.shape == (4, 2) and keys.dtype == jnp.uint32
 
 
