@@ -235,3 +235,30 @@ def test_key_layout_packs_and_unpacks():
 def test_bad_parameters_raise_value_error(name, params, match):
     with pytest.raises(ValueError, match=match):
         step.load(name, **params)
+
+
+@pytest.mark.parametrize("name,params,words", LARGE)
+def test_random_playouts_replay_in_the_rules(name, params, words):
+    rules = gt.make_rules(name, **params)
+    sg = step.load(name, **params)
+    traj = jax.jit(jax.vmap(lambda k: step.random_playout(sg, k)))(
+        jax.random.split(jax.random.key(0), 16)
+    )
+    traj = jax.device_get(traj)
+    assert traj.keys.shape == (16, sg.max_depth, words)
+    for i in range(16):
+        s = rules.initial_state()
+        for a, p in zip(traj.actions[i], traj.players[i], strict=True):
+            assert p == rules.current_player(s)
+            if p == TERMINAL:
+                assert a == -1
+                continue
+            legal = (
+                [o for o, q in rules.chance_outcomes(s) if q > 0]
+                if p == CHANCE
+                else list(rules.legal_actions(s))
+            )
+            assert a in legal
+            s = rules.apply(s, int(a))
+        assert rules.current_player(s) == TERMINAL
+        np.testing.assert_allclose(traj.returns[i], rules.returns(s), rtol=1e-6)

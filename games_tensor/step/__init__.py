@@ -12,6 +12,7 @@ Public API::
     game.information_state_key(state, player)   # [W] uint32
     game.public_state_key(state)                 # [Wp] uint32
     games_tensor.step.enumerate_tree(game)       # all histories (small games only)
+    games_tensor.step.random_playout(game, key)  # one uniformly random trajectory
 
 See ``games_tensor/step/_core.py`` and docs/large_games.md.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 from games_tensor._registry import make_rules
 from games_tensor.step._core import MAX_KEY_WORDS, KeyLayout, StepGame
 from games_tensor.step._enumerate import StepTree, enumerate_tree
+from games_tensor.step._playout import Trajectory, random_playout
 from games_tensor.step.generic_poker import GenericPokerState, GenericPokerStep
 from games_tensor.step.ii_goofspiel import IIGoofspielState, IIGoofspielStep
 from games_tensor.step.liars_dice import LiarsDiceState, LiarsDiceStep
@@ -66,7 +68,9 @@ __all__ = [
     "LiarsDiceStep",
     "StepGame",
     "StepTree",
+    "Trajectory",
     "available",
     "enumerate_tree",
     "load",
+    "random_playout",
 ]
