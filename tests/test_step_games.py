@@ -262,3 +262,17 @@ def test_random_playouts_replay_in_the_rules(name, params, words):
             s = rules.apply(s, int(a))
         assert rules.current_player(s) == TERMINAL
         np.testing.assert_allclose(traj.returns[i], rules.returns(s), rtol=1e-6)
+
+
+def test_random_playout_frequencies():
+    sg = step.load("liars_dice", dice0=1, dice1=1)
+    n = 12_000
+    traj = jax.jit(jax.vmap(lambda k: step.random_playout(sg, k)))(
+        jax.random.split(jax.random.key(1), n)
+    )
+    actions = np.asarray(traj.actions)
+    for column, slots in ((0, 6), (1, 6), (2, 12)):  # two dice, then P1's opening bid
+        counts = np.bincount(actions[:, column], minlength=slots)
+        expected = n / slots
+        sigma = np.sqrt(n * (1 / slots) * (1 - 1 / slots))
+        assert counts.size == slots and np.all(np.abs(counts - expected) < 5 * sigma), counts

@@ -141,6 +141,20 @@ def one_hot_set(array: jax.Array, index: jax.Array, value) -> jax.Array:
     return jnp.where(hit, jnp.asarray(value, array.dtype), array)
 
 
+def small_sort(x: jax.Array) -> jax.Array:
+    """Ascending sort of a short ``[n]`` vector with O(n^2) compares (no sort kernel,
+    which is slow per call under ``vmap`` on CPU): the element of rank ``i`` goes to ``i``."""
+    n = x.shape[-1]
+    if n <= 1:
+        return x
+    idx = jnp.arange(n)
+    before = (x[None, :] < x[:, None]) | (
+        (x[None, :] == x[:, None]) & (idx[None, :] < idx[:, None])
+    )
+    rank = jnp.sum(before, axis=1)  # rank[j]: position of x[j]
+    return jnp.sum(jnp.where(rank[None, :] == idx[:, None], x[None, :], 0), axis=1).astype(x.dtype)
+
+
 def float_dtype():
     """float32, or float64 under ``jax_enable_x64`` (as the compiled game)."""
     return jnp.asarray(0.0).dtype

@@ -43,8 +43,11 @@ def random_playout(game: StepGame, key: jax.Array) -> Trajectory:
         weights = jnp.where(
             player == CHANCE, pad(probs), pad(game.legal_mask(state).astype(probs.dtype))
         )
-        logits = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf)
-        action = jax.random.categorical(k, logits).astype(jnp.int32)
+        # inverse CDF from one uniform (a Gumbel draw per slot costs A threefry numbers)
+        cdf = jnp.cumsum(weights)
+        u = jax.random.uniform(k, dtype=cdf.dtype) * cdf[-1]
+        last = jnp.max(jnp.where(weights > 0, jnp.arange(slots), 0))
+        action = jnp.minimum(jnp.sum(cdf <= u), last).astype(jnp.int32)
         action = jnp.where(player == TERMINAL, -1, action)
         record = (action, player, game.current_key(state))
         return game.apply(state, jnp.maximum(action, 0)), record

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from games_tensor._rules import CHANCE, TERMINAL
 from games_tensor.step._core import (
@@ -20,6 +21,7 @@ from games_tensor.step._core import (
     check_key_width,
     float_dtype,
     one_hot_set,
+    small_sort,
     step_game,
 )
 
@@ -72,6 +74,8 @@ class LiarsDiceStep(StepGame):
             max_depth=nd + nb + 1,
             info_layout=info,
             public_layout=public,
+            _quantity=np.arange(nb, dtype=np.int32) // self.faces + 1,
+            _face=np.arange(nb, dtype=np.int32) % self.faces + 1,
         )
 
     def init(self) -> LiarsDiceState:
@@ -115,9 +119,9 @@ class LiarsDiceStep(StepGame):
         )
 
     def returns(self, state):
-        b = state.last_bid
-        quantity = b // self.faces + 1
-        face = b % self.faces + 1
+        b = jnp.maximum(state.last_bid, 0)
+        quantity = jnp.asarray(self._quantity)[b]
+        face = jnp.asarray(self._face)[b]
         count = jnp.sum((state.dice == face) | (state.dice == self.faces))
         bidder = (state.num_bids - 1) & 1
         p0_wins = (count >= quantity) == (bidder == 0)
@@ -128,7 +132,7 @@ class LiarsDiceStep(StepGame):
         dmax = max(self.dice0, self.dice1)
         d0 = jnp.pad(state.dice[: self.dice0], (0, dmax - self.dice0))
         d1 = jnp.pad(state.dice[self.dice0 :], (0, dmax - self.dice1))
-        return jnp.sort(jnp.where(player == 0, d0, d1))
+        return small_sort(jnp.where(player == 0, d0, d1))
 
     def information_state_key(self, state, player):
         player = jnp.asarray(player, jnp.int32)
