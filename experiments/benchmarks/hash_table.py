@@ -9,7 +9,7 @@
    infosets, the distinct step keys and fingerprints, and the collisions = distinct keys
    that share a fingerprint, plus whether the fingerprints partition the histories
    exactly as the compiled infoset ids. For the large games (LD(2,2), II-GS(13),
-   GP(4,6,4,4)) the keys met by 4096 uniformly random playouts are checked the same way
+   GP(4,6,4,4)) the keys met by 32,768 uniformly random playouts are checked the same way
    (no compiled ids there).
 2. Throughput. ``lax.scan`` over N = C/2 steps; each step inserts (then, in a second
    pass, looks up) one random 3-word key per table, for 1 table and 256 tables at once
@@ -71,7 +71,7 @@ def collisions_small(label: str) -> list:
     return [label, game.num_infosets, n_keys, n_fps, n_keys - n_fps, sg.key_words, same]
 
 
-def collisions_large(label: str, playouts: int = 4096) -> list:
+def collisions_large(label: str, playouts: int = 32768) -> list:
     name, params = LARGE[label]
     sg = step.load(name, **params)
     traj = jax.jit(jax.vmap(lambda k: step.random_playout(sg, k)))(
