@@ -38,14 +38,7 @@ SMALL = {
     "II-GS(6)": ("ii_goofspiel", {"num_cards": 6}),
     "GP(3,3,2,2)": ("generic_poker", {}),
 }
-LARGE = {
-    "LD(2,2)": ("liars_dice", {"dice0": 2, "dice1": 2}),
-    "II-GS(13)": ("ii_goofspiel", {"num_cards": 13}),
-    "GP(4,6,4,4)": (
-        "generic_poker",
-        {"num_types": 4, "cards_per_type": 6, "max_raises": 4, "num_bet_sizes": 4},
-    ),
-}
+LARGE = step.LARGE_GAMES
 
 
 def _rows(x: np.ndarray) -> np.ndarray:

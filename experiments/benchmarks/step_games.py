@@ -20,14 +20,7 @@ import numpy as np
 from experiments.sizes import format_table
 from games_tensor import step
 
-GAMES = {
-    "LD(2,2)": ("liars_dice", {"dice0": 2, "dice1": 2}),
-    "II-GS(13)": ("ii_goofspiel", {"num_cards": 13}),
-    "GP(4,6,4,4)": (
-        "generic_poker",
-        {"num_types": 4, "cards_per_type": 6, "max_raises": 4, "num_bet_sizes": 4},
-    ),
-}
+GAMES = step.LARGE_GAMES
 
 
 def measure(label: str, batch: int, repeat: int) -> tuple[float, float]:

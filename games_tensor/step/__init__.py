@@ -33,6 +33,16 @@ _STEP_GAMES: dict[str, type[StepGame]] = {
     "generic_poker": GenericPokerStep,
 }
 
+# The OOS paper's instances too large to compile (Lisy, Lanctot, Bowling, AAMAS 2015, Fig. 4 d-f).
+LARGE_GAMES: dict[str, tuple[str, dict]] = {
+    "LD(2,2)": ("liars_dice", {"dice0": 2, "dice1": 2}),
+    "II-GS(13)": ("ii_goofspiel", {"num_cards": 13}),
+    "GP(4,6,4,4)": (
+        "generic_poker",
+        {"num_types": 4, "cards_per_type": 6, "max_raises": 4, "num_bet_sizes": 4},
+    ),
+}
+
 
 def available() -> tuple[str, ...]:
     """Names of the games with a step form."""
@@ -58,6 +68,7 @@ def load(name: str, **params) -> StepGame:
 
 
 __all__ = [
+    "LARGE_GAMES",
     "MAX_KEY_WORDS",
     "GenericPokerState",
     "GenericPokerStep",
