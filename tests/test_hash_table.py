@@ -132,3 +132,19 @@ def test_table_bytes():
 def test_bad_parameters_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         hash_table(**kwargs)
+
+
+def test_insert_traces_once():
+    traces = []
+    fns = hash_table(64)
+
+    @jax.jit
+    def insert(table, key):
+        traces.append(1)
+        return fns.insert(table, key)
+
+    table = fns.init()
+    for k in range(5):
+        table, row, found, inserted = insert(table, jnp.array([k, 7], jnp.uint32))
+        assert int(row) == k and bool(inserted) and not bool(found)
+    assert len(traces) == 1
