@@ -276,3 +276,10 @@ def test_random_playout_frequencies():
         expected = n / slots
         sigma = np.sqrt(n * (1 / slots) * (1 - 1 / slots))
         assert counts.size == slots and np.all(np.abs(counts - expected) < 5 * sigma), counts
+
+
+def test_float64_under_x64(x64):
+    sg = step.load("generic_poker")
+    traj = jax.jit(lambda k: step.random_playout(sg, k))(jax.random.key(0))
+    assert traj.returns.dtype == jnp.float64
+    assert sg.chance_probs(sg.init()).dtype == jnp.float64
