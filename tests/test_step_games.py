@@ -283,3 +283,28 @@ def test_float64_under_x64(x64):
     traj = jax.jit(lambda k: step.random_playout(sg, k))(jax.random.key(0))
     assert traj.returns.dtype == jnp.float64
     assert sg.chance_probs(sg.init()).dtype == jnp.float64
+
+
+# ---------------------------------------------------------------- targeting
+@pytest.mark.parametrize("name,params", SMALL)
+def test_consistent_marks_exactly_the_prefixes_of_an_infoset(name, params):
+    game = gt.load(name, **params)
+    sg = step.load(name, **params)
+    tree = step.enumerate_tree(sg, keep_states=True)
+    parent = np.asarray(game.node_parent)
+    infoset = np.asarray(game.node_infoset)
+    check = jax.jit(jax.vmap(sg.consistent, in_axes=(0, None)))
+    rng = np.random.default_rng(0)
+    # random infosets, biased to deep ones (the interesting prefixes)
+    decide = np.nonzero(infoset >= 0)[0]
+    picks = np.unique(infoset[rng.choice(decide[-len(decide) // 3 :], 12)])
+    picks = np.concatenate([picks, np.unique(infoset[rng.choice(decide, 4)])])
+    for inf in picks:
+        members = np.nonzero(infoset == inf)[0]
+        truth = np.zeros(parent.size, bool)
+        frontier = members
+        while frontier.size:
+            truth[frontier] = True
+            frontier = np.unique(parent[frontier][parent[frontier] >= 0])
+        got = np.asarray(check(tree.states, jnp.asarray(tree.info_key[members[0]])))
+        np.testing.assert_array_equal(got, truth, err_msg=f"infoset {inf}")

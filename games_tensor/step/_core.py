@@ -98,6 +98,16 @@ class KeyLayout:
         shifted = jnp.left_shift(flat, jnp.asarray(self._shift))
         return jnp.stack([jnp.sum(shifted[a:b], dtype=jnp.uint32) for a, b in self._runs])
 
+    def fields_of(self, words: jax.Array) -> dict[str, jax.Array]:
+        """Traceable inverse of :meth:`pack`: ``[W]`` uint32 -> ``{name: [count] int32}``."""
+        vals = jnp.right_shift(words[jnp.asarray(self._word_of)], jnp.asarray(self._shift))
+        out, i = {}, 0
+        for name, count, bits in self.fields:
+            mask = jnp.uint32((1 << bits) - 1) if bits < 32 else jnp.uint32(0xFFFFFFFF)
+            out[name] = (vals[i : i + count] & mask).astype(jnp.int32)
+            i += count
+        return out
+
     def unpack(self, words) -> dict[str, np.ndarray]:
         """Host-side inverse of :meth:`pack`: ``[..., W]`` -> ``{name: [..., count]}``."""
         words = np.asarray(words, np.uint32)
@@ -221,6 +231,17 @@ class StepGame:
 
     def public_state_key(self, state) -> jax.Array:
         """[Wp] uint32: the public-state key."""
+        raise NotImplementedError
+
+    def consistent(self, state, target_key) -> jax.Array:
+        """[] bool: is ``state``'s history a prefix (or a member) of a history of the
+        infoset with key ``target_key`` ([W] uint32; its player field says whose)?
+
+        For targeted search (OOS in-tree targeting, ISMCTS determinization): restrict a
+        trajectory's steps to children that stay consistent. Exact (no dead ends) for
+        Liar's Dice and Generic Poker, and for II-Goofspiel (the opponent's remaining
+        cards must be able to produce the target's round outcomes: a matching check).
+        """
         raise NotImplementedError
 
     # ---- shared conveniences ---------------------------------------------------

@@ -32,6 +32,7 @@ class StepTree(NamedTuple):
     info_key: [H, W] uint32: the key of the player to move (player 0's elsewhere).
     public_key: [H, Wp] uint32.
     levels: ((start, end), ...) node slices by depth.
+    states: the states themselves ([H, ...] leaves) with ``keep_states=True``, else None.
     """
 
     player: np.ndarray
@@ -44,6 +45,7 @@ class StepTree(NamedTuple):
     info_key: np.ndarray
     public_key: np.ndarray
     levels: tuple[tuple[int, int], ...]
+    states: object = None
 
 
 def _expander(game: StepGame):
@@ -73,8 +75,11 @@ def _expander(game: StepGame):
     return jax.jit(jax.vmap(one)), num_slots
 
 
-def enumerate_tree(game: StepGame, *, max_histories: int = 5_000_000, chunk: int = 16384):
-    """All histories of ``game`` breadth first, as a :class:`StepTree`.
+def enumerate_tree(
+    game: StepGame, *, max_histories: int = 5_000_000, chunk: int = 16384, keep_states=False
+):
+    """All histories of ``game`` breadth first, as a :class:`StepTree` (with the states
+    themselves when ``keep_states``).
 
     Raises ``ValueError`` (naming ``max_histories``) when the tree has more histories.
     Each level is expanded in chunks of ``chunk`` states (one compilation).
@@ -84,7 +89,7 @@ def enumerate_tree(game: StepGame, *, max_histories: int = 5_000_000, chunk: int
     parent = [np.array([-1])]
     slot = [np.array([0], np.int32)]
     action = [np.array([0], np.int32)]
-    nodes, levels, start = [], [], 0
+    nodes, levels, start, kept = [], [], 0, []
     while True:
         n = jax.tree_util.tree_leaves(frontier)[0].shape[0]
         if n == 0:
@@ -95,6 +100,8 @@ def enumerate_tree(game: StepGame, *, max_histories: int = 5_000_000, chunk: int
                 "enumerate only small instances"
             )
         levels.append((start, start + n))
+        if keep_states:
+            kept.append(frontier)
         kids_p, kids_s, kids_a, kid_states = [], [], [], []
         for lo in range(0, n, chunk):
             hi = min(n, lo + chunk)
@@ -126,4 +133,5 @@ def enumerate_tree(game: StepGame, *, max_histories: int = 5_000_000, chunk: int
         info_key=cols[4],
         public_key=cols[5],
         levels=tuple(levels),
+        states=jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *kept) if kept else None,
     )

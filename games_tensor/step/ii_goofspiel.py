@@ -148,6 +148,50 @@ class IIGoofspielStep(StepGame):
         phase = jnp.where(state.phase == TERMINAL, 2, state.phase)
         return self.public_layout.pack({"phase": phase, "outcomes": state.outcomes})
 
+    def consistent(self, state, target_key):
+        n = self.num_cards
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        rounds = jnp.arange(n)
+        done = jnp.sum(t["outcomes"] > 0)  # T: rounds completed in the target
+        rnd, pending = state.round, state.pending
+        bid = state.phase == 1  # P1 has bid in round s
+        own = jnp.where(player == 0, state.cards[0], state.cards[1])
+        swapped = jnp.where(
+            state.outcomes == WIN, LOSS, jnp.where(state.outcomes == LOSS, WIN, state.outcomes)
+        )
+        seen = jnp.where(player == 0, state.outcomes, swapped)
+        past = rounds < rnd
+        past_ok = jnp.all(~past | ((own == t["cards"]) & (seen == t["outcomes"])))
+        t_card = t["cards"][jnp.minimum(rnd, n - 1)]
+        t_out = t["outcomes"][jnp.minimum(rnd, n - 1)]
+        # P1's pending bid: P1's own card must be the target's; for P2 it is the
+        # opponent's card of round s and must give the target's outcome
+        outcome_p2 = jnp.where(pending < t_card, WIN, jnp.where(pending > t_card, LOSS, TIE))
+        pending_ok = jnp.where(
+            player == 0,
+            ~bid | ((rnd < done) & (pending == t_card)),
+            ~bid | (rnd == done) | (outcome_p2 == t_out),
+        )
+        # rounds s..T-1 still to play: the opponent's cards in hand must realize the
+        # target's outcomes against its own cards (intervals; greedy by right end)
+        fixed = bid & (player == 1)  # round s already has the opponent's card
+        todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & fixed)
+        c, o = t["cards"], t["outcomes"]
+        lo = jnp.where(o == WIN, 0, jnp.where(o == LOSS, c + 1, c))
+        hi = jnp.where(o == WIN, c - 1, jnp.where(o == LOSS, n - 1, c))
+        order = jnp.argsort(jnp.where(todo, hi, n) * n + rounds)
+        avail = jnp.where(player == 0, state.hands[1], state.hands[0])
+        ok = jnp.ones((), bool)
+        for k in range(n):
+            j = order[k]
+            cand = avail & (rounds >= lo[j]) & (rounds <= hi[j])
+            ok = ok & (~todo[j] | jnp.any(cand))
+            take = (rounds == jnp.argmax(cand)) & todo[j]
+            avail = avail & ~take
+        live = (state.phase >= 0) & (rnd <= done)
+        return live & past_ok & pending_ok & ok
+
     @classmethod
     def from_rules_params(cls, num_cards, first_point, decide_last_card):
         return cls(num_cards=num_cards, first_point=first_point, decide_last_card=decide_last_card)

@@ -145,6 +145,19 @@ class LiarsDiceStep(StepGame):
             {"rolled": state.rolled, "called": state.called, "bids": state.bids}
         )
 
+    def consistent(self, state, target_key):
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        faces = jnp.arange(1, self.faces + 1)
+        own = self._own_dice(state, player)  # rolled own dice so far (0 = not yet)
+        have = jnp.sum(own[:, None] == faces[None, :], axis=0)
+        need = jnp.sum(t["dice"][:, None] == faces[None, :], axis=0)
+        dice_ok = jnp.all(have <= need)
+        # the bids so far are exactly the target's bids up to the last one made
+        upto = jnp.arange(self.num_bids) <= state.last_bid
+        bids_ok = jnp.all(state.bids == (t["bids"].astype(bool) & upto))
+        return dice_ok & bids_ok & ~state.called
+
     @classmethod
     def from_rules_params(cls, dice0, dice1, faces, recall):
         if recall is not None:
