@@ -286,25 +286,46 @@ def test_float64_under_x64(x64):
 
 
 # ---------------------------------------------------------------- targeting
-@pytest.mark.parametrize("name,params", SMALL)
-def test_consistent_marks_exactly_the_prefixes_of_an_infoset(name, params):
+def _ancestors_or_self(parent, members):
+    truth = np.zeros(parent.size, bool)
+    frontier = members
+    while frontier.size:
+        truth[frontier] = True
+        frontier = np.unique(parent[frontier][parent[frontier] >= 0])
+    return truth
+
+
+def check_consistent(name, params, count=16):
+    """``consistent`` (and ``public_consistent``) mark exactly the ancestors-or-self of
+    the histories of random infosets (public states), biased to deep ones."""
     game = gt.load(name, **params)
     sg = step.load(name, **params)
     tree = step.enumerate_tree(sg, keep_states=True)
     parent = np.asarray(game.node_parent)
-    infoset = np.asarray(game.node_infoset)
-    check = jax.jit(jax.vmap(sg.consistent, in_axes=(0, None)))
     rng = np.random.default_rng(0)
-    # random infosets, biased to deep ones (the interesting prefixes)
+    infoset = np.asarray(game.node_infoset)
+    public = np.asarray(game.node_public_state)
     decide = np.nonzero(infoset >= 0)[0]
-    picks = np.unique(infoset[rng.choice(decide[-len(decide) // 3 :], 12)])
-    picks = np.concatenate([picks, np.unique(infoset[rng.choice(decide, 4)])])
-    for inf in picks:
-        members = np.nonzero(infoset == inf)[0]
-        truth = np.zeros(parent.size, bool)
-        frontier = members
-        while frontier.size:
-            truth[frontier] = True
-            frontier = np.unique(parent[frontier][parent[frontier] >= 0])
-        got = np.asarray(check(tree.states, jnp.asarray(tree.info_key[members[0]])))
-        np.testing.assert_array_equal(got, truth, err_msg=f"infoset {inf}")
+    nodes = np.concatenate(
+        [rng.choice(decide[-len(decide) // 3 :], 3 * count // 4), rng.choice(decide, count // 4)]
+    )
+    cases = [(sg.consistent, infoset, tree.info_key)]
+    if name != "ii_goofspiel":  # no public-subgame targeting there
+        cases.append((sg.public_consistent, public, tree.public_key))
+    for fn, ids, keys in cases:
+        check = jax.jit(jax.vmap(fn, in_axes=(0, None)))
+        for target in np.unique(ids[nodes]):
+            members = np.nonzero(ids == target)[0]
+            got = np.asarray(check(tree.states, jnp.asarray(keys[members[0]])))
+            truth = _ancestors_or_self(parent, members)
+            np.testing.assert_array_equal(got, truth, err_msg=f"{fn.__name__} {target}")
+
+
+@pytest.mark.parametrize("name,params", SMALL)
+def test_consistent_marks_exactly_the_prefixes_of_a_target(name, params):
+    check_consistent(name, params)
+
+
+@pytest.mark.slow
+def test_ii_goofspiel6_consistent():
+    check_consistent("ii_goofspiel", {"num_cards": 6}, count=8)

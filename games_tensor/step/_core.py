@@ -244,6 +244,12 @@ class StepGame:
         """
         raise NotImplementedError
 
+    def public_consistent(self, state, target_public_key) -> jax.Array:
+        """[] bool: is ``state``'s history a prefix (or a member) of a history in the
+        public state with key ``target_public_key`` ([Wp] uint32)? For public-subgame
+        targeting (OOS PST); exact for Liar's Dice and Generic Poker."""
+        raise NotImplementedError
+
     # ---- shared conveniences ---------------------------------------------------
     def apply(self, state, action) -> NamedTuple:
         """The successor state; ``action`` is a chance outcome index at chance nodes.

@@ -194,36 +194,38 @@ class GenericPokerStep(StepGame):
     def public_state_key(self, state):
         return self.public_layout.pack(self._public_fields(state))
 
-    def consistent(self, state, target_key):
-        t = self.info_layout.fields_of(target_key)
-        player = t["player"][0]
+    def _prefix_of(self, state, t, fixed):
+        """The deals agree with ``fixed`` ([3] types, -1 = free) and the deck can still
+        deal them; the finished rounds equal the target's, the current one a prefix.
+        Also returns whether both rounds' actions equal the target's."""
         dealt = jnp.arange(3) < state.num_deals
-        # the deals the target fixes: the player's card and the public card
-        fixed = (
-            jnp.stack(
-                [
-                    jnp.where(player == 0, t["card"][0], 0),
-                    jnp.where(player == 1, t["card"][0], 0),
-                    t["public"][0],
-                ]
-            )
-            - 1
-        )  # -1: not fixed
         deals_ok = jnp.all(~dealt | (fixed < 0) | (state.deals == fixed))
-        # the deck must still hold the fixed cards not dealt yet
         cards = jnp.where(dealt, state.deals, fixed)
         counts = jnp.sum(cards[:, None] == jnp.arange(self.num_types)[None, :], axis=0)
         deck_ok = jnp.all(counts <= self.cards_per_type)
-        # betting: finished rounds equal, the current round a prefix of the target's
         codes = state.actions + 1  # [2, L], 0 = none
         target = jnp.stack([t["round1"], t["round2"]])
         prefix = (codes == 0) | (codes == target)
         before = jnp.arange(2)[:, None] < state.round
         rounds_ok = jnp.all(jnp.where(before, codes == target, prefix))
-        # a started round 2 needs the target in round 2
-        round_ok = (state.round == 0) | (t["public"][0] > 0)
-        running = state.end == RUNNING
-        return deals_ok & deck_ok & rounds_ok & round_ok & running
+        round_ok = (state.round == 0) | (t["public"][0] > 0)  # round 2 needs the target there
+        return deals_ok & deck_ok & rounds_ok & round_ok, jnp.all(codes == target)
+
+    def consistent(self, state, target_key):
+        t = self.info_layout.fields_of(target_key)
+        player, card = t["player"][0], t["card"][0]
+        # the deals the target fixes: the player's card and the public card (-1 = free)
+        fixed = jnp.stack(
+            [jnp.where(player == 0, card, 0), jnp.where(player == 1, card, 0), t["public"][0]]
+        )
+        ok, _ = self._prefix_of(state, t, fixed - 1)
+        return ok & (state.end == RUNNING)
+
+    def public_consistent(self, state, target_public_key):
+        t = self.public_layout.fields_of(target_public_key)
+        zero = jnp.zeros((), jnp.int32)
+        ok, same = self._prefix_of(state, t, jnp.stack([zero, zero, t["public"][0]]) - 1)
+        return ok & ((state.end == RUNNING) | same)
 
     @classmethod
     def from_rules_params(cls, num_types, cards_per_type, max_raises, num_bet_sizes):

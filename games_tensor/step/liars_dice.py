@@ -158,6 +158,13 @@ class LiarsDiceStep(StepGame):
         bids_ok = jnp.all(state.bids == (t["bids"].astype(bool) & upto))
         return dice_ok & bids_ok & ~state.called
 
+    def public_consistent(self, state, target_public_key):
+        t = self.public_layout.fields_of(target_public_key)
+        upto = jnp.arange(self.num_bids) <= state.last_bid
+        bids_ok = jnp.all(state.bids == (t["bids"].astype(bool) & upto))
+        called_ok = ~state.called | (t["called"][0] > 0)
+        return (state.rolled <= t["rolled"][0]) & bids_ok & called_ok
+
     @classmethod
     def from_rules_params(cls, dice0, dice1, faces, recall):
         if recall is not None:
