@@ -11,6 +11,8 @@ Public API::
     game.returns(state)                 # [2] float
     game.information_state_key(state, player)   # [W] uint32
     game.public_state_key(state)                 # [Wp] uint32
+    game.consistent(state, info_key)             # prefix of that infoset? (targeting)
+    game.public_consistent(state, public_key)    # prefix of that public state?
     games_tensor.step.enumerate_tree(game)       # all histories (small games only)
     games_tensor.step.random_playout(game, key)  # one uniformly random trajectory
 

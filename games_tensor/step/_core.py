@@ -103,8 +103,7 @@ class KeyLayout:
         vals = jnp.right_shift(words[jnp.asarray(self._word_of)], jnp.asarray(self._shift))
         out, i = {}, 0
         for name, count, bits in self.fields:
-            mask = jnp.uint32((1 << bits) - 1) if bits < 32 else jnp.uint32(0xFFFFFFFF)
-            out[name] = (vals[i : i + count] & mask).astype(jnp.int32)
+            out[name] = (vals[i : i + count] & jnp.uint32((1 << bits) - 1)).astype(jnp.int32)
             i += count
         return out
 

@@ -135,13 +135,16 @@ class IIGoofspielStep(StepGame):
         u0 = jnp.sign(state.diff) * (state.phase == TERMINAL)
         return jnp.stack([u0, -u0]).astype(float_dtype())
 
+    def _own_view(self, state, player):
+        """``player``'s cards per round and the round outcomes from their view."""
+        own = jnp.where(player == 0, state.cards[0], state.cards[1])
+        out = state.outcomes
+        swapped = jnp.where(out == WIN, LOSS, jnp.where(out == LOSS, WIN, out))
+        return own, jnp.where(player == 0, out, swapped)
+
     def information_state_key(self, state, player):
         player = jnp.asarray(player, jnp.int32)
-        own = jnp.where(player == 0, state.cards[0], state.cards[1])
-        swapped = jnp.where(
-            state.outcomes == WIN, LOSS, jnp.where(state.outcomes == LOSS, WIN, state.outcomes)
-        )
-        outcomes = jnp.where(player == 0, state.outcomes, swapped)
+        own, outcomes = self._own_view(state, player)
         return self.info_layout.pack({"player": player, "cards": own, "outcomes": outcomes})
 
     def public_state_key(self, state):
@@ -156,11 +159,7 @@ class IIGoofspielStep(StepGame):
         done = jnp.sum(t["outcomes"] > 0)  # T: rounds completed in the target
         rnd, pending = state.round, state.pending
         bid = state.phase == 1  # P1 has bid in round s
-        own = jnp.where(player == 0, state.cards[0], state.cards[1])
-        swapped = jnp.where(
-            state.outcomes == WIN, LOSS, jnp.where(state.outcomes == LOSS, WIN, state.outcomes)
-        )
-        seen = jnp.where(player == 0, state.outcomes, swapped)
+        own, seen = self._own_view(state, player)
         past = rounds < rnd
         past_ok = jnp.all(~past | ((own == t["cards"]) & (seen == t["outcomes"])))
         t_card = t["cards"][jnp.minimum(rnd, n - 1)]
