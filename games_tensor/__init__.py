@@ -7,9 +7,11 @@ Public API::
     games_tensor.uniform_policy(game)                 # [I, A]
     games_tensor.compile(MyRules())                   # compile your own rules
     games_tensor.from_openspiel("kuhn_poker")         # any small OpenSpiel game
+    games_tensor.step.load("liars_dice", dice0=2, dice1=2)  # step form (too large to compile)
 """
 
 from games_tensor import games as _games  # noqa: F401  (registers the built-in games)
+from games_tensor import step  # step form of the games too large to compile
 from games_tensor._compile import DEFAULT_MAX_HISTORIES, GameTooLargeError, compile
 from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta, uniform_policy
 from games_tensor._openspiel import from_openspiel, from_tabular_policy, to_tabular_policy
@@ -43,6 +45,7 @@ __all__ = [
     "load",
     "make_rules",
     "register",
+    "step",
     "to_tabular_policy",
     "uniform_policy",
 ]

@@ -1,0 +1,196 @@
+"""II-Goofspiel II-GS(N) in step form (GAMES.md 1.7; rules in ``games_tensor.games.ii_goofspiel``).
+
+State: round, who bids next, P1's pending card, both hands, the cards played per round
+and the round outcomes. No chance nodes (K = 1, always zero). II-GS(13): 13 actions,
+an 79-bit information-state key (3 uint32 words).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from games_tensor._rules import TERMINAL
+from games_tensor.step._core import (
+    KeyLayout,
+    StepGame,
+    bits_for,
+    check_key_width,
+    float_dtype,
+    one_hot_set,
+    step_game,
+)
+
+WIN, LOSS, TIE = 1, 2, 3  # round outcome codes from P1's view; 0 = round not played
+
+
+class IIGoofspielState(NamedTuple):
+    phase: jax.Array  # [] int32: 0 = P1 to bid, 1 = P2 to bid, TERMINAL
+    round: jax.Array  # [] int32: current round (N at the end)
+    pending: jax.Array  # [] int32: P1's card this round, -1 when P1 has not bid
+    hands: jax.Array  # [2, N] bool: cards still held
+    cards: jax.Array  # [2, N] int32: card each player played in each round (0 if not played)
+    outcomes: jax.Array  # [N] int32: WIN / LOSS / TIE from P1's view, 0 = not played
+    diff: jax.Array  # [] int32: P1's points minus P2's
+
+
+@step_game
+class IIGoofspielStep(StepGame):
+    """II-GS(num_cards): bid card index as the action; P1 bids, then P2 without seeing it.
+
+    Information-state key of player p: ``player`` (1 bit), ``cards``: p's card in each
+    round (N values of ``bits(N - 1)`` bits), ``outcomes``: each round's outcome from
+    p's own view (N values of 2 bits: 0 not played, 1 won, 2 lost, 3 tie), as the
+    compiled key "P0 2W 0L 1T". II-GS(6): 31 bits (1 word); II-GS(13): 79 bits (3 words).
+
+    Public-state key: ``phase`` (2 bits: 0 P1 to bid, 1 P2 to bid, 2 terminal) and the
+    outcomes from P1's view, as the compiled public state "<outcomes>[|P0 bid|end]".
+    """
+
+    num_cards: int = 4
+    first_point: int = 0
+    decide_last_card: bool = True
+
+    name = "ii_goofspiel"
+
+    def __post_init__(self):
+        n = self.num_cards
+        info = KeyLayout([("player", 1, 1), ("cards", n, bits_for(n - 1)), ("outcomes", n, 2)])
+        public = KeyLayout([("phase", 1, 2), ("outcomes", n, 2)])
+        check_key_width(self.name, info, self.params())
+        rounds = n if self.decide_last_card else n - 1
+        self._set(
+            num_actions=n,
+            num_chance_outcomes=1,
+            max_depth=2 * rounds,
+            info_layout=info,
+            public_layout=public,
+            last_decided_round=rounds - 1,
+        )
+
+    def init(self) -> IIGoofspielState:
+        n, i32 = self.num_cards, jnp.int32
+        return IIGoofspielState(
+            phase=jnp.zeros((), i32),
+            round=jnp.zeros((), i32),
+            pending=jnp.full((), -1, i32),
+            hands=jnp.ones((2, n), bool),
+            cards=jnp.zeros((2, n), i32),
+            outcomes=jnp.zeros((n,), i32),
+            diff=jnp.zeros((), i32),
+        )
+
+    def current_player(self, state):
+        return state.phase
+
+    def legal_mask(self, state):
+        hand = jnp.where(state.phase == 0, state.hands[0], state.hands[1])
+        return hand & (state.phase >= 0)
+
+    def chance_probs(self, state):
+        return jnp.zeros((1,), float_dtype())
+
+    def _resolve(self, rnd, c0, c1, cards, outcomes, diff):
+        """Play round ``rnd`` with cards ``c0`` (P1) and ``c1`` (P2)."""
+        points = self.first_point + rnd
+        code = jnp.where(c0 > c1, WIN, jnp.where(c0 < c1, LOSS, TIE))
+        diff = diff + jnp.where(c0 > c1, points, jnp.where(c0 < c1, -points, 0))
+        cards = jnp.stack([one_hot_set(cards[0], rnd, c0), one_hot_set(cards[1], rnd, c1)])
+        return cards, one_hot_set(outcomes, rnd, code), diff
+
+    def _apply(self, state, action):
+        n = self.num_cards
+        action = jnp.asarray(action, jnp.int32)
+        p1_bids = state.phase == 0
+        rnd = state.round
+        not_card = jnp.arange(n) != action
+        hands = state.hands & jnp.stack([not_card | ~p1_bids, not_card | p1_bids])
+        # P2's bid closes the round.
+        cards, outcomes, diff = self._resolve(
+            rnd, state.pending, action, state.cards, state.outcomes, state.diff
+        )
+        last = rnd == self.last_decided_round
+        if not self.decide_last_card:  # play the remaining cards automatically
+            c0 = jnp.argmax(hands[0]).astype(jnp.int32)
+            c1 = jnp.argmax(hands[1]).astype(jnp.int32)
+            auto = self._resolve(rnd + 1, c0, c1, cards, outcomes, diff)
+            cards, outcomes, diff = (
+                jnp.where(last, x, y) for x, y in zip(auto, (cards, outcomes, diff), strict=True)
+            )
+        closed = IIGoofspielState(
+            phase=jnp.where(last, TERMINAL, 0).astype(jnp.int32),
+            round=jnp.where(last, n, rnd + 1).astype(jnp.int32),
+            pending=jnp.full((), -1, jnp.int32),
+            hands=hands,
+            cards=cards,
+            outcomes=outcomes,
+            diff=diff,
+        )
+        opened = state._replace(phase=jnp.ones((), jnp.int32), pending=action, hands=hands)
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(p1_bids, a, b), opened, closed)
+
+    def returns(self, state):
+        u0 = jnp.sign(state.diff) * (state.phase == TERMINAL)
+        return jnp.stack([u0, -u0]).astype(float_dtype())
+
+    def _own_view(self, state, player):
+        """``player``'s cards per round and the round outcomes from their view."""
+        own = jnp.where(player == 0, state.cards[0], state.cards[1])
+        out = state.outcomes
+        swapped = jnp.where(out == WIN, LOSS, jnp.where(out == LOSS, WIN, out))
+        return own, jnp.where(player == 0, out, swapped)
+
+    def information_state_key(self, state, player):
+        player = jnp.asarray(player, jnp.int32)
+        own, outcomes = self._own_view(state, player)
+        return self.info_layout.pack({"player": player, "cards": own, "outcomes": outcomes})
+
+    def public_state_key(self, state):
+        phase = jnp.where(state.phase == TERMINAL, 2, state.phase)
+        return self.public_layout.pack({"phase": phase, "outcomes": state.outcomes})
+
+    def consistent(self, state, target_key):
+        n = self.num_cards
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        rounds = jnp.arange(n)
+        done = jnp.sum(t["outcomes"] > 0)  # T: rounds completed in the target
+        rnd, pending = state.round, state.pending
+        bid = state.phase == 1  # P1 has bid in round s
+        own, seen = self._own_view(state, player)
+        past = rounds < rnd
+        past_ok = jnp.all(~past | ((own == t["cards"]) & (seen == t["outcomes"])))
+        t_card = t["cards"][jnp.minimum(rnd, n - 1)]
+        t_out = t["outcomes"][jnp.minimum(rnd, n - 1)]
+        # P1's pending bid: P1's own card must be the target's; for P2 it is the
+        # opponent's card of round s and must give the target's outcome
+        outcome_p2 = jnp.where(pending < t_card, WIN, jnp.where(pending > t_card, LOSS, TIE))
+        pending_ok = jnp.where(
+            player == 0,
+            ~bid | ((rnd < done) & (pending == t_card)),
+            ~bid | (rnd == done) | (outcome_p2 == t_out),
+        )
+        # rounds s..T-1 still to play: the opponent's cards in hand must realize the
+        # target's outcomes against its own cards (intervals; greedy by right end)
+        fixed = bid & (player == 1)  # round s already has the opponent's card
+        todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & fixed)
+        c, o = t["cards"], t["outcomes"]
+        lo = jnp.where(o == WIN, 0, jnp.where(o == LOSS, c + 1, c))
+        hi = jnp.where(o == WIN, c - 1, jnp.where(o == LOSS, n - 1, c))
+        order = jnp.argsort(jnp.where(todo, hi, n) * n + rounds)
+        avail = jnp.where(player == 0, state.hands[1], state.hands[0])
+        ok = jnp.ones((), bool)
+        for k in range(n):
+            j = order[k]
+            cand = avail & (rounds >= lo[j]) & (rounds <= hi[j])
+            ok = ok & (~todo[j] | jnp.any(cand))
+            take = (rounds == jnp.argmax(cand)) & todo[j]
+            avail = avail & ~take
+        live = (state.phase >= 0) & (rnd <= done)
+        return live & past_ok & pending_ok & ok
+
+    @classmethod
+    def from_rules_params(cls, num_cards, first_point, decide_last_card):
+        return cls(num_cards=num_cards, first_point=first_point, decide_last_card=decide_last_card)

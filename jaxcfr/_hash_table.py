@@ -1,0 +1,186 @@
+"""Fixed-capacity open-addressing hash table: information-state key -> row index.
+
+For games too large to compile (``games_tensor.step``), a bot's statistics live in
+dense ``[R, A]`` arrays whose rows are handed out, in insertion order, to the
+information-state keys the bot meets. This module maps keys to those rows without any
+Python-side dictionary, as pure functions over a NamedTuple of fixed-shape arrays, so
+``jax.jit`` and ``jax.vmap`` (one table per match) apply.
+
+* A key (``[W]`` uint32 words, ``games_tensor.step`` packing) is reduced to a 64-bit
+  fingerprint (two uint32 words, :func:`fingerprint64`); the table stores only
+  fingerprints, so two keys with the same fingerprint would share a row (measured: none
+  on LD(1,1), II-GS(6) and GP(3,3,2,2), docs/large_games.md).
+* Linear probing: the key's home slot is ``fp[0] mod C``; it lives in the first of the
+  ``P = max_probes`` slots ``home, home + 1, ...`` (mod C) that is free or holds its
+  fingerprint. Slots are never freed, so a lookup gathers the P-slot window at once
+  (one gather, no loop) and the key is present iff its fingerprint is in the window.
+* A full table is never silent: when the window has no free slot, or all
+  ``max_rows`` rows are handed out, the insert is refused (row -1) and the table's
+  ``refusals`` counter grows by one.
+
+Shapes: C slots (capacity, a power of two), W key words, P probe window, N keys.
+Memory: ``12 C + 8`` bytes per table (:func:`table_bytes`).
+
+Usage::
+
+    table_fns = hash_table(capacity=1 << 16)
+    table = table_fns.init()
+    table, row, found, inserted = table_fns.insert(table, key)   # key [W] uint32
+    row, found = table_fns.lookup(table, key)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcfr._sampling import _mix32
+
+_SEED_A = 0x243F6A88  # digits of pi
+_SEED_B = 0x85A308D3
+_ODD = 0x9E3779B9
+
+
+def fingerprint64(key: jax.Array) -> jax.Array:
+    """``[..., W]`` uint32 key -> ``[..., 2]`` uint32 64-bit fingerprint.
+
+    Two 32-bit lanes over the words, each step a lowbias32 mix (a bijection):
+    ``a = mix(a ^ w)``, ``b = mix(b ^ mix(w * odd + 1))``, then ``b = mix(b ^ a)``. For
+    one-word keys the map is injective (lane a is a bijection of the word).
+    """
+    key = jnp.asarray(key, jnp.uint32)
+    a = jnp.full(key.shape[:-1], _SEED_A, jnp.uint32)
+    b = jnp.full(key.shape[:-1], _SEED_B, jnp.uint32)
+    for i in range(key.shape[-1]):
+        w = key[..., i]
+        a = _mix32(a ^ w)
+        b = _mix32(b ^ _mix32(w * jnp.uint32(_ODD) + jnp.uint32(1)))
+    b = _mix32(b ^ a)
+    return jnp.stack([a, b], axis=-1)
+
+
+class HashTable(NamedTuple):
+    """One table (``jax.vmap`` for many).
+
+    fingerprints: [C, 2] uint32: the fingerprint held by each slot.
+    rows: [C] int32: the row of the slot's key, -1 for a free slot.
+    size: [] int32: rows handed out so far (the next row).
+    refusals: [] int32: inserts refused because no slot or row was free.
+    """
+
+    fingerprints: jax.Array
+    rows: jax.Array
+    size: jax.Array
+    refusals: jax.Array
+
+
+class HashTableFns(NamedTuple):
+    """The pure functions of a table with static sizes (see :func:`hash_table`)."""
+
+    init: Callable[[], HashTable]
+    lookup: Callable[[HashTable, jax.Array], tuple[jax.Array, jax.Array]]
+    insert: Callable[[HashTable, jax.Array], tuple[HashTable, jax.Array, jax.Array, jax.Array]]
+    insert_many: Callable[[HashTable, jax.Array], tuple[HashTable, jax.Array, jax.Array, jax.Array]]
+    capacity: int
+    max_rows: int
+    max_probes: int
+
+
+def table_bytes(capacity: int) -> int:
+    """Bytes of one :class:`HashTable` with ``capacity`` slots (12 per slot + 8)."""
+    return 12 * capacity + 8
+
+
+def hash_table(
+    capacity: int,
+    *,
+    max_rows: int | None = None,
+    max_probes: int = 32,
+    fingerprint: Callable[[jax.Array], jax.Array] = fingerprint64,
+) -> HashTableFns:
+    """Build the functions of a key -> row table with ``capacity`` slots.
+
+    Args:
+      capacity: C, number of slots, a power of two (>= 1).
+      max_rows: rows available for keys (default C); inserts beyond are refused.
+      max_probes: P, slots probed from the home slot (capped at C).
+      fingerprint: ``[W] uint32 -> [2] uint32`` (default :func:`fingerprint64`); tests
+        pass a weak one to force probe collisions.
+
+    Returns:
+      :class:`HashTableFns` with
+      ``init() -> HashTable``;
+      ``lookup(table, key [W]) -> (row [] int32, found [] bool)``, row -1 if absent;
+      ``insert(table, key [W]) -> (table, row, found, inserted)``: the key's row if
+      present (found), else a new row ``size`` (inserted), else -1 with
+      ``refusals + 1``;
+      ``insert_many(table, keys [N, W]) -> (table, rows [N], found [N], inserted [N])``,
+      the inserts in order (a ``lax.scan``).
+    """
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise ValueError(f"capacity must be a positive power of two, got {capacity!r}")
+    if capacity & (capacity - 1):
+        raise ValueError(f"capacity must be a power of two, got {capacity!r}")
+    if max_rows is None:
+        max_rows = capacity
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 0 < max_rows <= capacity:
+        raise ValueError(
+            f"max_rows must be an integer in [1, capacity={capacity}], got {max_rows!r}"
+        )
+    if isinstance(max_probes, bool) or not isinstance(max_probes, int) or max_probes < 1:
+        raise ValueError(f"max_probes must be a positive integer, got {max_probes!r}")
+    probes = min(max_probes, capacity)
+    mask = capacity - 1
+
+    def init() -> HashTable:
+        return HashTable(
+            fingerprints=jnp.zeros((capacity, 2), jnp.uint32),
+            rows=jnp.full((capacity,), -1, jnp.int32),
+            size=jnp.zeros((), jnp.int32),
+            refusals=jnp.zeros((), jnp.int32),
+        )
+
+    def _probe(table: HashTable, key: jax.Array):
+        fp = fingerprint(jnp.asarray(key, jnp.uint32))
+        home = fp[0] & jnp.uint32(mask)
+        window = ((home + jnp.arange(probes, dtype=jnp.uint32)) & jnp.uint32(mask)).astype(
+            jnp.int32
+        )
+        rows = table.rows[window]
+        occupied = rows >= 0
+        match = occupied & jnp.all(table.fingerprints[window] == fp[None, :], axis=-1)
+        found = jnp.any(match)
+        row = jnp.where(found, rows[jnp.argmax(match)], -1)
+        return fp, window, occupied, found, row
+
+    def lookup(table: HashTable, key: jax.Array):
+        _, _, _, found, row = _probe(table, key)
+        return row, found
+
+    def insert(table: HashTable, key: jax.Array):
+        fp, window, occupied, found, row = _probe(table, key)
+        free = ~occupied
+        insert_now = ~found & jnp.any(free) & (table.size < max_rows)
+        refused = ~found & ~insert_now
+        slot = jnp.where(insert_now, window[jnp.argmax(free)], capacity)  # C: dropped
+        new = HashTable(
+            fingerprints=table.fingerprints.at[slot].set(fp, mode="drop"),
+            rows=table.rows.at[slot].set(table.size, mode="drop"),
+            size=table.size + insert_now.astype(jnp.int32),
+            refusals=table.refusals + refused.astype(jnp.int32),
+        )
+        row = jnp.where(insert_now, table.size, row)
+        return new, row, found, insert_now
+
+    def insert_many(table: HashTable, keys: jax.Array):
+        def body(t, key):
+            t, row, found, inserted = insert(t, key)
+            return t, (row, found, inserted)
+
+        table, (rows, found, inserted) = jax.lax.scan(body, table, keys)
+        return table, rows, found, inserted
+
+    return HashTableFns(init, lookup, insert, insert_many, capacity, max_rows, probes)
