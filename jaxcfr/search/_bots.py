@@ -102,7 +102,7 @@ def check_view(game: Game, view: View, *, need_public: bool = False) -> None:
     if need_public:
         table = tbl.infoset_sets(game)
         first = table.nodes[table.start[infoset]]
-        expect = int(np.asarray(game.node_public_state)[first])
+        expect = int(tbl._host_array(game, "node_public_state")[first])
         if public != expect:
             raise ValueError(
                 f"view.public_state {public} is not the public state {expect} of infoset {infoset}"
@@ -112,7 +112,8 @@ def check_view(game: Game, view: View, *, need_public: bool = False) -> None:
 def _owners(game: Game) -> np.ndarray:
     owners = game.meta.host.get("search_infoset_player")
     if owners is None:
-        owners = game.meta.host["search_infoset_player"] = np.asarray(game.infoset_player)
+        owners = tbl._host_array(game, "infoset_player")
+        game.meta.host["search_infoset_player"] = owners
     return owners
 
 

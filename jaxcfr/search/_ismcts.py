@@ -172,7 +172,8 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
 
     def init(game: Game) -> ISMCTSState:
         smp.level_kinds(game)
-        tbl.infoset_sets(game)
+        if tbl.concrete(game):
+            tbl.infoset_sets(game)  # host tables, before any trace
         (visits, values, strategy_sum), in_memory = tbl.init_tables(game, 3)
         return ISMCTSState(visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
 

@@ -233,7 +233,8 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
 
     def init(game: Game) -> OOSState:
         smp.level_kinds(game)
-        _sets(game, targeting)
+        if tbl.concrete(game):
+            _sets(game, targeting)  # host tables, before any trace
         (regrets, strategy_sum), in_memory = tbl.init_tables(game, 2)
         return OOSState(regrets, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
 

@@ -53,6 +53,21 @@ def bytes_per_state(state) -> int:
 
 
 # ---------------------------------------------------------------- target sets
+def concrete(game: Game) -> bool:
+    """True outside a trace over the game (the host tables below can be built)."""
+    return not isinstance(game.node_infoset, jax.core.Tracer)
+
+
+def _host_array(game: Game, name: str) -> np.ndarray:
+    x = getattr(game, name)
+    if not concrete(game):
+        raise ValueError(
+            f"the search tables of {game.name} are built on the host: call bot.init(game) "
+            "once outside jax.jit before tracing search"
+        )
+    return np.asarray(x)
+
+
 @dataclasses.dataclass(frozen=True)
 class SetTable:
     """Histories of each set in node order (host arrays; see the module docstring).
@@ -89,7 +104,7 @@ def infoset_sets(game: Game) -> SetTable:
     table = game.meta.host.get("search_infoset_sets")
     if table is None:
         host = game.meta.host
-        node_inf = np.asarray(game.node_infoset)
+        node_inf = _host_array(game, "node_infoset")
         table = _set_table(node_inf, game.num_infosets, host["node_depth"], "infoset")
         _check_child_order(game)
         host["search_infoset_sets"] = table
@@ -101,7 +116,8 @@ def public_sets(game: Game) -> SetTable:
     table = game.meta.host.get("search_public_sets")
     if table is None:
         host = game.meta.host
-        pub = np.where(host["node_player"] >= 0, np.asarray(game.node_public_state), -1)
+        pub = _host_array(game, "node_public_state")
+        pub = np.where(host["node_player"] >= 0, pub, -1)
         table = _set_table(pub, game.meta.num_public_states, host["node_depth"], "public state")
         _check_child_order(game)
         host["search_public_sets"] = table
@@ -117,7 +133,7 @@ def has_public_actions(game: Game) -> bool:
         host = game.meta.host
         player = host["node_player"] >= 0
         kids = host["node_children"][player]
-        pub = np.asarray(game.node_public_state)
+        pub = _host_array(game, "node_public_state")
         kid_pub = np.where(kids >= 0, pub[np.maximum(kids, 0)], -1)
         ok = True
         for a in range(kids.shape[1]):
@@ -192,7 +208,7 @@ def slot_counts(game: Game, paths: Paths) -> jax.Array:
     D, M = paths.slot.shape
     K = game.meta.max_children
     live = (jnp.arange(M) < paths.count)[None, :] & (jnp.arange(D)[:, None] < paths.depth)
-    onehot = (paths.slot[..., None] == jnp.arange(K)) & live[..., None]
+    onehot = (paths.slot[..., None] == jnp.arange(K)[None, None, :]) & live[..., None]
     c = jnp.cumsum(onehot.astype(jnp.int32), axis=1)
     return jnp.concatenate([jnp.zeros((D, 1, K), jnp.int32), c], axis=1)
 
