@@ -80,9 +80,22 @@ def uniforms(key: jax.Array, shape: tuple[int, ...], dtype) -> jax.Array:
     ``1 - 2^-23``, so ``u * total`` stays strictly below ``total`` in float32 and
     :func:`sample_index` never runs off the end.
     """
-    seed = jax.random.bits(key, (2,), jnp.uint32)
+    return stream_uniforms(stream_seed(key), 0, shape, dtype)
+
+
+def stream_seed(key: jax.Array) -> jax.Array:
+    """The 64-bit seed (``uint32[2]``) of :func:`uniforms`' counter-based stream."""
+    return jax.random.bits(key, (2,), jnp.uint32)
+
+
+def stream_uniforms(seed: jax.Array, start, shape: tuple[int, ...], dtype) -> jax.Array:
+    """``shape`` uniforms at counters ``start, start + 1, ...`` of the stream of ``seed``
+    (:func:`stream_seed`): ``uniforms(key, ...) == stream_uniforms(stream_seed(key), 0,
+    ...)``. Lets a loop of many iterations draw one threefry seed per call and index the
+    stream by iteration, with no threefry inside the loop (the search bots)."""
     n = int(np.prod(shape))
-    counter = jnp.arange(n, dtype=jnp.uint32) * jnp.uint32(_GOLDEN) + seed[0]
+    idx = jnp.arange(n, dtype=jnp.uint32) + jnp.asarray(start).astype(jnp.uint32)
+    counter = idx * jnp.uint32(_GOLDEN) + seed[0]
     x = _mix32(_mix32(counter) ^ seed[1])
     return ((x >> 9).astype(dtype) * (1.0 / (1 << 23))).reshape(shape)
 

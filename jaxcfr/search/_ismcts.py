@@ -187,8 +187,10 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
 
         tables = smp.node_tables(game)
 
+        seed = smp.stream_seed(key)
+
         def body(t, st):
-            u = smp.uniforms(jax.random.fold_in(key, t), (D + 1,), st.visits.dtype)
+            u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), st.visits.dtype)
             m = jnp.minimum((u[D] * paths.count).astype(jnp.int32), paths.count - 1)
             records, _, utility = _sample(
                 game, tables, st, u, paths.slot[:, m], paths.depth, selection, c_uct, gamma

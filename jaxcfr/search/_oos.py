@@ -243,8 +243,10 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
 
         tables = smp.node_tables(game)  # outside the loop: XLA does not hoist it here
 
+        seed = smp.stream_seed(key)
+
         def body(t, st):
-            return _iterate(game, tables, st, jax.random.fold_in(key, t), target, inv_w, hyper)
+            return _iterate(game, tables, st, (seed, t), target, inv_w, hyper)
 
         return jax.lax.fori_loop(0, num_iterations, body, state)
 
@@ -285,11 +287,13 @@ def _prepare(game, state, view, sets, targeting, delta):
     return target, (1.0 - delta) + delta / reach
 
 
-def _iterate(game, tables, state, key, target, inv_w, hyper):
-    """One OOS iteration (one trajectory) from ``state`` with the key ``key``."""
+def _iterate(game, tables, state, stream, target, inv_w, hyper):
+    """One OOS iteration (one trajectory) from ``state``; ``stream = (seed, t)``: the
+    iteration's D + 1 uniforms are numbers t (D + 1) ... of the seed's stream."""
     delta = hyper[1]
     D = game.meta.max_depth
-    u = smp.uniforms(key, (D + 1,), state.regrets.dtype)
+    seed, t = stream
+    u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), state.regrets.dtype)
     i = state.iteration % 2
     targeted = u[D] < delta
     records, carry, utility = _sample(game, tables, state, u, i, targeted, target, inv_w, hyper)
