@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
-from games_tensor._game import CHANCE, TERMINAL
+from games_tensor._game import CHANCE
 from jaxcfr import _sampling as smp
 from jaxcfr._solver import check_number, regret_matching
 from jaxcfr.search import _bots
@@ -76,13 +76,8 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma):
         playout = carry
         W = kinds.width
         forced = d < depth
-        terminal = v.code == TERMINAL
         if any(kinds.players):
-            player_node = v.code >= 0
-            row = tbl.rows(game, v.infoset)
-            mem = state.in_memory.at[row].get(mode="promise_in_bounds")
-            legal_f = v.legal.astype(dtype)
-            uniform = legal_f / jnp.sum(legal_f)
+            player_node, row, mem, uniform = tbl.read_node(game, state.in_memory, v, dtype)
             tree = player_node & mem & ~playout & ~forced
             new = player_node & ~mem & ~playout & ~forced
             if selection == "uct":
@@ -114,7 +109,6 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma):
         k = smp.sample_index(probs, u[d])
         sigma_k = smp.select(probs, k)
         rec = _Rec(tree | new, row, v.player, k, v.legal, p, sigma_k)
-        del terminal
         return k, playout | new, rec
 
     return smp.walk(game, tables, step, jnp.zeros((), bool))

@@ -102,11 +102,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         chance = v.code == CHANCE
         terminal = v.code == TERMINAL
         if any(kinds.players):
-            player_node = v.code >= 0
-            row = tbl.rows(game, v.infoset)
-            mem = state.in_memory.at[row].get(mode="promise_in_bounds")
-            legal_f = v.legal.astype(dtype)
-            uniform = legal_f / jnp.sum(legal_f)
+            player_node, row, mem, uniform = tbl.read_node(game, state.in_memory, v, dtype)
             r = state.regrets.at[row].get(mode="promise_in_bounds")
             sig_tree = gamma * uniform + (1.0 - gamma) * regret_matching(r, v.legal, uniform)
             tree = player_node & mem & ~c.playout

@@ -47,6 +47,15 @@ def init_tables(game: Game, count: int) -> tuple[tuple[jax.Array, ...], jax.Arra
     return tuple(jnp.zeros(shape, dtype) for _ in range(count)), jnp.zeros(shape[:1], bool)
 
 
+def read_node(game: Game, in_memory: jax.Array, v, dtype):
+    """What a search walk step needs about its node ``v`` (a ``NodeView``): (player
+    node?, table row, in memory?, uniform distribution over the legal actions [A])."""
+    row = rows(game, v.infoset)
+    mem = in_memory.at[row].get(mode="promise_in_bounds")
+    legal_f = v.legal.astype(dtype)
+    return v.code >= 0, row, mem, legal_f / jnp.sum(legal_f)
+
+
 def bytes_per_state(state) -> int:
     """Bytes of one bot state (one match)."""
     return int(sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(state)))
