@@ -14,6 +14,11 @@ Solvers (factories returning a Solver that unpacks as (init, update))::
     jaxcfr.cfr(), cfr_plus(), linear_cfr(), dcfr(), pcfr_plus()      # full width
     jaxcfr.outcome_sampling(epsilon=0.6), external_sampling()        # sampling (key)
     jaxcfr.run(solver, game, num_iterations, eval_every, num_seeds=...)
+
+Search bots and matches (jaxcfr.search)::
+
+    jaxcfr.oos(targeting="ist"), ismcts(selection="uct"), random_bot()
+    jaxcfr.play(game, bot_p1, bot_p2, num_matches, iterations_per_move, key)
 """
 
 from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
@@ -32,13 +37,16 @@ from jaxcfr._lp import LPSolution, solve_lp
 from jaxcfr._outcome_sampling import outcome_sampling
 from jaxcfr._runner import RunResult, run
 from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
+from jaxcfr.search import Bot, View, ismcts, oos, play, random_bot, root_view, view_of
 
 __all__ = [
+    "Bot",
     "CFRState",
     "CounterfactualValues",
     "LPSolution",
     "RunResult",
     "Solver",
+    "View",
     "average_policy",
     "best_response",
     "best_response_values",
@@ -50,13 +58,19 @@ __all__ = [
     "expected_value",
     "exploitability",
     "external_sampling",
+    "ismcts",
     "linear_cfr",
     "make_cfr_solver",
     "nash_conv",
+    "oos",
     "outcome_sampling",
     "pcfr_plus",
+    "play",
+    "random_bot",
     "regret_matching",
+    "root_view",
     "run",
     "solve_lp",
     "validate_policy",
+    "view_of",
 ]

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from games_tensor import Game
-from games_tensor._game import CHANCE, TERMINAL
+from games_tensor._game import CHANCE
 from jaxcfr import _sampling as smp
 from jaxcfr._solver import Solver, builtin_cache_key, check_bool, check_number, check_state
 
@@ -56,11 +56,9 @@ def _walk(game: Game, tables: smp.NodeTables, regrets, u, epsilon, explorers: tu
       What a depth can hold (:func:`jaxcfr._sampling.level_kinds`) prunes the work
       statically: no policy at chance-only depths, no chance at player-only depths.
     """
-    h = jnp.zeros((), jnp.int32)
-    steps = []
-    for d, kinds in enumerate(smp.level_kinds(game)[: game.meta.max_depth]):
+
+    def step(d, kinds, v, carry):
         has_players = any(kinds.players)
-        v = smp.read_nodes(game, tables, regrets, h, kinds.width, policy=has_players)
         chance = v.code == CHANCE
         if has_players:
             sig = smp.pad_actions(v.sigma, kinds.width)
@@ -81,9 +79,10 @@ def _walk(game: Game, tables: smp.NodeTables, regrets, u, epsilon, explorers: tu
         else:
             sigma_k = phi_k = jnp.ones((), regrets.dtype)
         acting = v.code >= 0 if has_players else jnp.zeros((), bool)
-        steps.append(_Step(kinds, acting, v.player, v.infoset, k, v.sigma, v.legal, sigma_k, phi_k))
-        h = jnp.where(v.code == TERMINAL, h, smp.select(v.children, k))
-    utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
+        rec = _Step(kinds, acting, v.player, v.infoset, k, v.sigma, v.legal, sigma_k, phi_k)
+        return k, carry, rec
+
+    steps, _, utility = smp.walk(game, tables, step, (), regrets)
     return steps, utility
 
 

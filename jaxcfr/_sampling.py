@@ -80,9 +80,22 @@ def uniforms(key: jax.Array, shape: tuple[int, ...], dtype) -> jax.Array:
     ``1 - 2^-23``, so ``u * total`` stays strictly below ``total`` in float32 and
     :func:`sample_index` never runs off the end.
     """
-    seed = jax.random.bits(key, (2,), jnp.uint32)
+    return stream_uniforms(stream_seed(key), 0, shape, dtype)
+
+
+def stream_seed(key: jax.Array) -> jax.Array:
+    """The 64-bit seed (``uint32[2]``) of :func:`uniforms`' counter-based stream."""
+    return jax.random.bits(key, (2,), jnp.uint32)
+
+
+def stream_uniforms(seed: jax.Array, start, shape: tuple[int, ...], dtype) -> jax.Array:
+    """``shape`` uniforms at counters ``start, start + 1, ...`` of the stream of ``seed``
+    (:func:`stream_seed`): ``uniforms(key, ...) == stream_uniforms(stream_seed(key), 0,
+    ...)``. Lets a loop of many iterations draw one threefry seed per call and index the
+    stream by iteration, with no threefry inside the loop (the search bots)."""
     n = int(np.prod(shape))
-    counter = jnp.arange(n, dtype=jnp.uint32) * jnp.uint32(_GOLDEN) + seed[0]
+    idx = jnp.arange(n, dtype=jnp.uint32) + jnp.asarray(start).astype(jnp.uint32)
+    counter = idx * jnp.uint32(_GOLDEN) + seed[0]
     x = _mix32(_mix32(counter) ^ seed[1])
     return ((x >> 9).astype(dtype) * (1.0 / (1 << 23))).reshape(shape)
 
@@ -201,8 +214,35 @@ def read_nodes(
     if policy:
         sigma = regret_matching(regrets.at[infoset].get(mode="promise_in_bounds"), legal)
     else:
-        sigma = jnp.zeros(legal.shape, regrets.dtype)
+        sigma = jnp.zeros(legal.shape, floats.dtype if regrets is None else regrets.dtype)
     return NodeView(code, player, infoset, legal, sigma, row, ints[..., 1 : 1 + W], floats[..., K])
+
+
+def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
+    """The fixed-depth trajectory walk from the root, one step per depth (unrolled).
+
+    ``step(d, kinds, view, carry) -> (k, carry, record)`` is called at every depth ``d``
+    (static) with the level's :class:`LevelKinds` and the :class:`NodeView` of the
+    current node (read with :func:`read_nodes`; ``sigma`` is regret matching on
+    ``regrets`` at levels holding player nodes when ``regrets`` is given, zeros
+    otherwise); it returns the child slot ``k`` to follow. Once the trajectory reaches a
+    terminal it stays there (later steps read that terminal, ``view.code == TERMINAL``,
+    and their ``k`` is ignored).
+
+    Returns ``(records, carry, utility)``: the D records, the final carry and the
+    reached terminal's u_0. Used by outcome sampling and by the search algorithms
+    (``jaxcfr.search``: OOS, ISMCTS), so every sampled trajectory is this one walk.
+    """
+    h = jnp.zeros((), jnp.int32)
+    records = []
+    for d, kinds in enumerate(level_kinds(game)[: game.meta.max_depth]):
+        policy = regrets is not None and any(kinds.players)
+        v = read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
+        k, carry, rec = step(d, kinds, v, carry)
+        records.append(rec)
+        h = jnp.where(v.code == TERMINAL, h, select(v.children, k))
+    utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
+    return records, carry, utility
 
 
 def select(x: jax.Array, k: jax.Array) -> jax.Array:

@@ -1,0 +1,130 @@
+"""Search throughput: OOS and ISMCTS iterations/s, 1 and many matches at once, beside OpenSpiel.
+
+``python -m experiments.benchmarks search [--batches 1,512] [--games ld,iigs6,leduc]
+[--openspiel build/openspiel_ref]``
+
+For each game and bot, one jitted call of ``jax.vmap(bot.search)`` over B independent
+searchers (each from the root view, fresh tables, its own key) runs N iterations;
+the first call (compile + N) is reported apart from the second (steady state).
+iterations/s counts trajectories (one OOS iteration = one trajectory for one update
+player; one ISMCTS iteration = one simulation) summed over the B searchers. The
+OpenSpiel C++ ISMCTS (``ismcts_speed``) and OOS (``oos_speed``, warm) of the
+reference harness (``../shared/reference``) run in the same process invocation,
+before ours, and the ratio is ours / OpenSpiel ISMCTS. OpenSpiel's OOS counts one
+iteration as two trajectories (one per player); we report its trajectories/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+import games_tensor as gt
+import jaxcfr
+from jaxcfr.search import _table as tbl
+
+GAMES = {
+    "ld": (
+        "liars_dice",
+        {},
+        "liars_dice(numdice=1)",
+        "pst",
+    ),
+    "iigs6": (
+        "ii_goofspiel",
+        {"num_cards": 6},
+        "goofspiel(imp_info=True,num_cards=6,points_order=ascending,returns_type=win_loss)",
+        "ist",
+    ),
+    "leduc": ("leduc_poker", {}, "leduc_poker", "pst"),
+}
+
+
+def _openspiel(binary: str, mode: str, game: str, n: int) -> float | None:
+    """trajectories/s of OpenSpiel's C++ ISMCTS or OOS (None if it fails)."""
+    if not binary or not Path(binary).exists():
+        return None
+    key = "sims" if mode == "ismcts_speed" else "iters"
+    cmd = [binary, mode, f"game={game}", f"{key}={n}", "reps=3"]
+    if mode == "oos_speed":
+        cmd += ["delta=0.9", "epsilon=0.4"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec.get("status") == "error":
+            return None
+        if rec.get("record") == "summary":
+            if mode == "ismcts_speed":
+                return float(rec["median_sims_per_sec"])
+            return 2.0 * float(rec.get("warm_iters_per_sec", rec.get("median_warm_iters_per_sec")))
+    return None
+
+
+def _ours(game, bot, batch: int, n: int):
+    """(compile seconds, iterations/s summed over the batch, bytes per searcher)."""
+    state0 = bot.init(game)
+    states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
+    keys = jax.random.split(jax.random.key(0), batch)
+    view = jaxcfr.root_view()
+    run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), donate_argnums=1)
+    num = jnp.asarray(n, jnp.int32)
+    t0 = time.perf_counter()
+    states = jax.block_until_ready(run(game, states, view, keys, num))
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(run(game, states, view, jax.random.split(jax.random.key(1), batch), num))
+    steady = time.perf_counter() - t0
+    return first - steady, batch * n / steady, tbl.bytes_per_state(state0)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batches", default="1,512")
+    ap.add_argument("--games", default="ld,iigs6,leduc")
+    ap.add_argument("--iterations", type=int, default=2000, help="per searcher at B = 1")
+    ap.add_argument("--batched-iterations", type=int, default=500, help="per searcher at B > 1")
+    ap.add_argument("--openspiel", default="build/openspiel_ref")
+    args = ap.parse_args(argv)
+    rows = []
+    for name in args.games.split(","):
+        gname, params, os_name, targeting = GAMES[name]
+        game = gt.load(gname, **params)
+        ref_ismcts = _openspiel(args.openspiel, "ismcts_speed", os_name, 20000)
+        ref_oos = _openspiel(args.openspiel, "oos_speed", os_name, 20000)
+        for bot in (jaxcfr.oos(targeting), jaxcfr.ismcts("uct"), jaxcfr.ismcts("rm")):
+            for batch in (int(b) for b in args.batches.split(",")):
+                n = args.iterations if batch == 1 else args.batched_iterations
+                comp, ips, nbytes = _ours(game, bot, batch, n)
+                ratio = ips / ref_ismcts if ref_ismcts else float("nan")
+                rows.append((name, bot.name, batch, comp, ips, nbytes, ref_ismcts, ref_oos, ratio))
+                print(
+                    f"{name:6s} {bot.name:28s} B={batch:4d} compile {comp:6.1f} s  "
+                    f"{ips:12,.0f} it/s  {nbytes / 2**20:7.2f} MiB/searcher  "
+                    f"OpenSpiel ISMCTS {ref_ismcts or float('nan'):10,.0f}  "
+                    f"OOS {ref_oos or float('nan'):10,.0f} traj/s  ratio {ratio:6.2f}x",
+                    flush=True,
+                )
+    print()
+    print(
+        "| game | bot | B | compile s | it/s | MiB/searcher | OpenSpiel C++ ISMCTS sims/s "
+        "| OpenSpiel C++ OOS traj/s | ours / OS ISMCTS |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, bot, batch, comp, ips, nbytes, ri, ro, ratio in rows:
+        ro_s = f"{ro:,.0f}" if ro else "fails"
+        ri_s = f"{ri:,.0f}" if ri else "-"
+        print(
+            f"| {name} | {bot} | {batch} | {comp:.1f} | {ips:,.0f} | {nbytes / 2**20:.2f} | "
+            f"{ri_s} | {ro_s} | {ratio:.2f}x |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

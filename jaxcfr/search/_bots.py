@@ -1,0 +1,193 @@
+"""The bot interface shared by the search algorithms, what a bot sees, and the random bot.
+
+A bot is a small NamedTuple of pure functions (write them for one match; ``jax.vmap``
+over matches):
+
+* ``init(game) -> state``: fixed-shape tables (``[R, A]`` and an in-memory mask ``[R]``,
+  R rows from ``jaxcfr.search._table``) and an int32 iteration counter.
+* ``search(game, state, view, key, num_iterations) -> state``: that many iterations
+  from the searcher's current position (a ``lax.fori_loop`` inside).
+* ``policy(game, state, view) -> [A]``: the distribution the bot plays there.
+* ``strategy(game, state) -> (weights [R, A], in_memory [R])``: the bot's
+  accumulated strategy weights (OOS and ISMCTS-RM: mean-strategy sums; ISMCTS-UCT:
+  visit counts), for exploitability of what it computed.
+
+A bot never sees the true history: :class:`View` holds only what the acting player
+knows, its infoset id and the public state id. The match engine (``jaxcfr.play``)
+holds the history and builds the view with :func:`view_of`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from jaxcfr.search import _table as tbl
+
+
+class Bot(NamedTuple):
+    """A search bot: ``(init, search, policy, strategy)`` pure functions and its name.
+
+    ``deterministic_play``: the bot plays ``argmax`` of its policy (ISMCTS-UCT's
+    most-visited action) rather than sampling from it (recorded for reports).
+    """
+
+    init: Callable[..., Any]
+    search: Callable[..., Any]
+    policy: Callable[..., Any]
+    strategy: Callable[..., Any]
+    name: str = "bot"
+
+
+class View(NamedTuple):
+    """What the acting player knows (int32 scalars, or ``[B]`` under ``vmap``).
+
+    player: the acting player (0 or 1); infoset: its infoset id; public_state: the
+    public-state id. ``root_view()``: all -1, search from the root.
+    """
+
+    player: jax.Array
+    infoset: jax.Array
+    public_state: jax.Array
+
+
+def view_of(game: Game, history) -> View:
+    """The acting player's :class:`View` at history (node id) ``history``: what the
+    match engine hands to a bot. The history itself is not part of it."""
+    h = jnp.asarray(history, jnp.int32)
+    return View(game.node_player[h], game.node_infoset[h], game.node_public_state[h])
+
+
+def root_view() -> View:
+    """A view meaning "search from the root" (root convergence runs)."""
+    m = jnp.asarray(-1, jnp.int32)
+    return View(m, m, m)
+
+
+def _concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def check_view(game: Game, view: View, *, need_public: bool = False) -> None:
+    """Raise ``ValueError`` when a concrete view is not an acting player's infoset.
+
+    Checked: ``view.infoset`` in [0, I) (or -1 with every field -1: the root view),
+    the infoset belongs to ``view.player``, and (``need_public``) ``view.public_state``
+    is the public state of the infoset's histories. Traced views pass (the engine
+    builds them with :func:`view_of`).
+    """
+    if not all(_concrete(x) for x in view):
+        return
+    player, infoset, public = (np.asarray(x) for x in view)
+    if player.ndim or infoset.ndim or public.ndim:
+        raise ValueError(f"view must hold int32 scalars (one match); got shapes {player.shape}")
+    player, infoset, public = int(player), int(infoset), int(public)
+    if infoset == -1 and player == -1:
+        return
+    if not 0 <= infoset < game.num_infosets:
+        raise ValueError(
+            f"view.infoset must be an infoset id in [0, {game.num_infosets}) of the acting "
+            f"player, got {infoset}"
+        )
+    owner = int(_owners(game)[infoset])
+    if owner != player:
+        raise ValueError(
+            f"view.infoset {infoset} belongs to player {owner}, not to view.player {player}: "
+            "a view must be the acting player's own infoset"
+        )
+    if need_public:
+        table = tbl.infoset_sets(game)
+        first = table.nodes[table.start[infoset]]
+        expect = int(tbl._host_array(game, "node_public_state")[first])
+        if public != expect:
+            raise ValueError(
+                f"view.public_state {public} is not the public state {expect} of infoset {infoset}"
+            )
+
+
+def _owners(game: Game) -> np.ndarray:
+    owners = game.meta.host.get("search_infoset_player")
+    if owners is None:
+        owners = tbl._host_array(game, "infoset_player")
+        game.meta.host["search_infoset_player"] = owners
+    return owners
+
+
+def legal_row(game: Game, view: View) -> jax.Array:
+    """``[A]`` legal mask at the view's infoset."""
+    return game.legal_mask[jnp.maximum(view.infoset, 0)]
+
+
+def normalized_row(game: Game, weights: jax.Array, in_memory: jax.Array, view: View):
+    """``weights[row]`` normalized over the legal actions at the view's infoset; uniform
+    when the infoset is not in memory or its weights sum to 0."""
+    legal = legal_row(game, view)
+    row = tbl.rows(game, jnp.maximum(view.infoset, 0))
+    w = jnp.where(legal & in_memory[row], weights[row], 0.0)
+    total = jnp.sum(w)
+    uniform = legal / jnp.sum(legal)
+    return jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), uniform.astype(w.dtype))
+
+
+def table_policy(game: Game, weights: jax.Array, in_memory: jax.Array, fallback: jax.Array):
+    """``[I, A]`` policy from a bot's strategy weights: normalized rows where the infoset
+    is in memory with positive weight, ``fallback`` [I, A] elsewhere (e.g. the root
+    protocol's fixed random action, or uniform)."""
+    legal = game.legal_mask
+    w = jnp.where(legal, weights[tbl.rows(game, jnp.arange(game.num_infosets))], 0.0)
+    total = jnp.sum(w, axis=-1, keepdims=True)
+    use = in_memory[:, None] & (total > 0)
+    return jnp.where(use, w / jnp.where(total > 0, total, 1.0), fallback.astype(w.dtype))
+
+
+def fixed_random_policy(game: Game, seed: int = 0) -> jax.Array:
+    """``[I, A]`` one-hot on a legal action drawn uniformly per infoset from ``seed``:
+    the root-convergence protocol's play outside the tree, shared by all algorithms."""
+    rng = np.random.default_rng(seed)
+    mask = game.meta.host["legal_mask"]
+    score = rng.random(mask.shape) * mask
+    pick = np.argmax(score, axis=1)
+    out = np.zeros(mask.shape, np.asarray(game.legal_uniform).dtype)
+    out[np.arange(mask.shape[0]), pick] = 1.0
+    return jnp.asarray(out)
+
+
+# ---------------------------------------------------------------- random bot
+class RandomState(NamedTuple):
+    """The random bot keeps nothing but a counter."""
+
+    iteration: jax.Array
+
+
+def random_bot() -> Bot:
+    """The uniform random bot (RND of the OOS paper): no search, uniform over legal actions.
+
+    Example::
+
+        utilities = jaxcfr.play(game, jaxcfr.random_bot(), jaxcfr.random_bot(), 1000, 0, key)
+    """
+
+    def init(game: Game) -> RandomState:
+        del game
+        return RandomState(jnp.zeros((), jnp.int32))
+
+    def search(game: Game, state: RandomState, view: View, key, num_iterations) -> RandomState:
+        del key
+        check_view(game, view)
+        return RandomState(state.iteration + num_iterations)
+
+    def policy(game: Game, state: RandomState, view: View) -> jax.Array:
+        del state
+        legal = legal_row(game, view)
+        return (legal / jnp.sum(legal)).astype(game.legal_uniform.dtype)
+
+    def strategy(game: Game, state: RandomState):
+        del state
+        R = tbl.num_rows(game)
+        return jnp.ones((R, game.num_actions), game.legal_uniform.dtype), jnp.ones((R,), bool)
+
+    return Bot(init, search, policy, strategy, "random")

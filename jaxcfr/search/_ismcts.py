@@ -1,0 +1,215 @@
+"""Information-set MCTS, the OOS paper's baseline (Cowling et al. 2012; ALGORITHMS.md 2.6).
+
+Each iteration draws a history uniformly from the searcher's current infoset (no
+belief; the root for a root search), follows its path from the root without
+updating anything, and from there runs one simulation with the fixed-depth walk of
+``jaxcfr._sampling``: in-tree infosets select an action, the first infoset reached
+that is not in the tree is added (its action uniform: all its actions are untried),
+then a uniform playout runs to the end. Each in-tree infoset I on the simulation
+(history h, action a) is updated from the view of its player p = P(I):
+
+* UCT: n(I, a) += 1, v(I, a) += u_p(z). Selection: untried legal actions first
+  (uniformly), then argmax_a v(I, a) / n(I, a) + C sqrt(ln n(I) / n(I, a)),
+  C = 2 x the game's maximal |outcome|. Play: the most-visited action;
+  exploitability: the visit frequencies.
+* RM (Hart & Mas-Colell regret matching as GTLibrary's ``RMSelector``): p = RM(r),
+  sample from (1 - gamma) p + gamma / |A| (gamma = 0.2); with v = (u_p + max) / (2 max)
+  in [0, 1]: r(I, a) += v / sigma(a), r(I, b) -= v for every legal b; the mean
+  strategy accumulates p. Play and exploitability: the mean strategy.
+
+Shapes: R table rows (= I), A actions, D depth, M the largest infoset (histories).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from games_tensor._game import CHANCE
+from jaxcfr import _sampling as smp
+from jaxcfr._solver import check_number, regret_matching
+from jaxcfr.search import _bots
+from jaxcfr.search import _table as tbl
+
+SELECTIONS = ("uct", "rm")
+
+
+class ISMCTSState(NamedTuple):
+    """One ISMCTS searcher (one match).
+
+    visits: [R, A] n(I, a); values: [R, A] UCT: summed outcomes v(I, a) from I's
+    player's view, RM: regrets r(I, a); strategy_sum: [R, A] RM's mean-strategy sums
+    (zeros for UCT); in_memory: [R] bool; iteration: [] int32 simulations so far.
+    """
+
+    visits: jax.Array
+    values: jax.Array
+    strategy_sum: jax.Array
+    in_memory: jax.Array
+    iteration: jax.Array
+
+
+class _Rec(NamedTuple):
+    update: jax.Array  # bool: in-tree (or just added) infoset
+    row: jax.Array
+    player: jax.Array
+    action: jax.Array
+    legal: jax.Array  # [A]
+    p: jax.Array  # [A] RM's regret-matching distribution (uniform when new)
+    sigma_k: jax.Array  # probability the sampled action was selected with (RM)
+
+
+def max_outcome(game: Game) -> float:
+    """The game's largest |u| over terminals (host)."""
+    return float(np.max(np.abs(game.meta.host["node_utility"])))
+
+
+def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma):
+    """One simulation; ``path_slot`` [D] the forced slots above the start history."""
+    dtype = state.visits.dtype
+
+    def step(d, kinds, v, carry):
+        playout = carry
+        W = kinds.width
+        forced = d < depth
+        if any(kinds.players):
+            player_node, row, mem, uniform = tbl.read_node(game, state.in_memory, v, dtype)
+            tree = player_node & mem & ~playout & ~forced
+            new = player_node & ~mem & ~playout & ~forced
+            if selection == "uct":
+                n = state.visits.at[row].get(mode="promise_in_bounds")
+                val = state.values.at[row].get(mode="promise_in_bounds")
+                untried = v.legal & (n == 0)
+                total = jnp.sum(jnp.where(v.legal, n, 0.0))
+                safe_n = jnp.where(n > 0, n, 1.0)
+                score = val / safe_n + c_uct * jnp.sqrt(jnp.log(jnp.maximum(total, 1.0)) / safe_n)
+                best = jnp.argmax(jnp.where(v.legal, score, -jnp.inf))
+                greedy = (jnp.arange(game.num_actions) == best).astype(dtype)
+                pick = jnp.where(jnp.any(untried), untried.astype(dtype), greedy)
+                p = uniform
+            else:
+                r = state.values.at[row].get(mode="promise_in_bounds")
+                p = jnp.where(tree, regret_matching(r, v.legal, uniform), uniform)
+                pick = (1.0 - gamma) * p + gamma * uniform
+            probs = smp.pad_actions(jnp.where(tree, pick, uniform), W)
+            forced_row = (jnp.arange(W) == path_slot[d]).astype(dtype)
+            probs = jnp.where(forced, forced_row, probs)
+            if kinds.chance:
+                probs = jnp.where(v.code == CHANCE, jnp.where(forced, forced_row, v.row), probs)
+        else:
+            forced_row = (jnp.arange(W) == path_slot[d]).astype(dtype)
+            probs = jnp.where(forced, forced_row, v.row)
+            player_node = tree = new = jnp.zeros((), bool)
+            row = jnp.zeros((), jnp.int32)
+            p = jnp.zeros((game.num_actions,), dtype)
+        k = smp.sample_index(probs, u[d])
+        sigma_k = smp.select(probs, k)
+        rec = _Rec(tree | new, row, v.player, k, v.legal, p, sigma_k)
+        return k, playout | new, rec
+
+    return smp.walk(game, tables, step, jnp.zeros((), bool))
+
+
+def _rows(game, records, utility, selection, max_u):
+    """(rows [n], visit values [n, A], value values [n, A], mean values [n, A]) to add."""
+    R, A = tbl.num_rows(game), game.num_actions
+    kinds = smp.level_kinds(game)
+    rows, nv, vv, sv = [], [], [], []
+    iota = jnp.arange(A)
+    for j, r in enumerate(records):
+        if not any(kinds[j].players):
+            continue
+        u_p = jnp.where(r.player == 0, utility, -utility)
+        onehot = (iota == r.action).astype(utility.dtype)
+        rows.append(jnp.where(r.update, r.row, R))
+        nv.append(onehot)
+        if selection == "uct":
+            vv.append(onehot * u_p)
+        else:
+            x = (u_p + max_u) / (2.0 * max_u)
+            vv.append(jnp.where(r.legal, onehot * x / r.sigma_k - x, 0.0))
+        sv.append(r.p)
+    return jnp.stack(rows), jnp.stack(nv), jnp.stack(vv), jnp.stack(sv)
+
+
+def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
+    """Information-set MCTS with UCT or regret-matching selection (OOS paper's baselines).
+
+    Args:
+      selection: ``"uct"`` or ``"rm"``.
+      c: UCT exploration constant, > 0; default (None) 2 x the game's maximal |outcome|
+        (2 in Liar's Dice and II-Goofspiel, 74 in GP(3,3,2,2)).
+      gamma: RM's exploration, in [0, 1] (paper: 0.2).
+
+    Returns:
+      A :class:`~jaxcfr.search.Bot` over :class:`ISMCTSState` ([R, A] tables, [R] mask):
+      ``search(game, state, view, key, num_iterations)`` runs that many simulations
+      from histories drawn uniformly from ``view.infoset`` (the root for
+      ``jaxcfr.root_view()``); ``policy`` is the most-visited action (UCT, one-hot) or
+      the mean strategy (RM); ``strategy`` gives visit counts (UCT) or mean-strategy
+      sums (RM) for exploitability.
+
+    Example::
+
+        bot = jaxcfr.ismcts("uct")
+        state = bot.search(game, bot.init(game), jaxcfr.view_of(game, h), key, 1000)
+    """
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS!r}, got {selection!r}")
+    if c is not None:
+        check_number("c", c, 0.0, np.inf, lo_open=True)
+    check_number("gamma", gamma, 0.0, 1.0)
+
+    def init(game: Game) -> ISMCTSState:
+        smp.level_kinds(game)
+        if tbl.concrete(game):
+            tbl.infoset_sets(game)  # host tables, before any trace
+        (visits, values, strategy_sum), in_memory = tbl.init_tables(game, 3)
+        return ISMCTSState(visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
+
+    def search(game: Game, state: ISMCTSState, view: _bots.View, key, num_iterations):
+        _bots.check_view(game, view)
+        sets = tbl.infoset_sets(game)
+        paths = tbl.target_paths(game, sets, jnp.where(view.infoset < 0, -1, view.infoset))
+        max_u = max_outcome(game)
+        c_uct = 2.0 * max_u if c is None else c
+        D = game.meta.max_depth
+
+        tables = smp.node_tables(game)
+
+        seed = smp.stream_seed(key)
+
+        def body(t, st):
+            u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), st.visits.dtype)
+            m = jnp.minimum((u[D] * paths.count).astype(jnp.int32), paths.count - 1)
+            records, _, utility = _sample(
+                game, tables, st, u, paths.slot[:, m], paths.depth, selection, c_uct, gamma
+            )
+            rows, nv, vv, sv = _rows(game, records, utility, selection, max_u)
+            return ISMCTSState(
+                smp.add_rows(st.visits, rows, nv),
+                smp.add_rows(st.values, rows, vv),
+                smp.add_rows(st.strategy_sum, rows, sv) if selection == "rm" else st.strategy_sum,
+                st.in_memory.at[rows].set(True, mode="drop"),
+                st.iteration + 1,
+            )
+
+        return jax.lax.fori_loop(0, num_iterations, body, state)
+
+    def policy(game: Game, state: ISMCTSState, view: _bots.View) -> jax.Array:
+        if selection == "rm":
+            return _bots.normalized_row(game, state.strategy_sum, state.in_memory, view)
+        legal = _bots.legal_row(game, view)
+        n = state.visits[tbl.rows(game, jnp.maximum(view.infoset, 0))]
+        best = jnp.argmax(jnp.where(legal, n, -1.0))
+        return (jnp.arange(game.num_actions) == best).astype(state.visits.dtype)
+
+    def strategy(game: Game, state: ISMCTSState):
+        weights = state.visits if selection == "uct" else state.strategy_sum
+        return weights, state.in_memory
+
+    return _bots.Bot(init, search, policy, strategy, f"ismcts({selection})")

@@ -1,0 +1,167 @@
+"""Matches between two bots, many at once.
+
+The engine holds each match's true history (a node id of the compiled tree) and,
+at each of the game's D depths, samples chance, or lets the acting player's bot
+search from its :class:`~jaxcfr.search.View` and samples the move from its policy.
+Both bots keep their state for the whole match (the OOS paper's bots keep their
+trees). The matches of a chunk advance together: a depth step runs a bot's search
+(``jax.vmap`` over the matches, masked where another player acts) only if that bot
+acts in at least one match of the chunk (an unbatched ``lax.cond``), so in games
+where the acting player is a function of depth (Liar's Dice, II-Goofspiel) every
+step runs one search.
+
+Randomness: match m uses ``fold_in(key, m)`` alone, so its result does not depend
+on the chunk size or on the other matches.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from games_tensor._game import CHANCE, TERMINAL
+from jaxcfr import _sampling as smp
+from jaxcfr.search import _bots
+from jaxcfr.search import _table as tbl
+
+DEFAULT_MEMORY = 2 << 30  # bytes of bot states per chunk
+
+
+def _where_tree(mask, new, old):
+    def pick(n, o):
+        m = mask.reshape(mask.shape + (1,) * (n.ndim - 1))
+        return jnp.where(m, n, o)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=None):
+    """One depth step of every match of a chunk: (states, h[, acc]).
+
+    ``collect`` (a seat) adds, after each of that seat's searches, the change of its
+    bot's strategy weights to ``acc`` [B, R, A] (the aggregate method)."""
+    player = game.node_player[h]
+    step_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, s)
+    split = jax.vmap(lambda k: jax.random.split(k, 3))(step_keys)  # [B, 3, 2]
+    views = _bots.View(player, game.node_infoset[h], game.node_public_state[h])
+    new_states = []
+    for p, (bot, st) in enumerate(zip(bots, states, strict=True)):
+        acts = player == p
+
+        def run(st, bot=bot, acts=acts, p=p):
+            searched = jax.vmap(bot.search, (None, 0, 0, 0, None))(
+                game, st, views, split[:, p], iterations
+            )
+            return _where_tree(acts, searched, st)
+
+        new = jax.lax.cond(jnp.any(acts), run, lambda st: st, st)
+        if collect == p:
+            before = jax.vmap(bot.strategy, (None, 0))(game, st)[0]
+            after = jax.vmap(bot.strategy, (None, 0))(game, new)[0]
+            acc = acc + (after - before)
+        new_states.append(new)
+    pols = [
+        jax.vmap(bot.policy, (None, 0, 0))(game, st, views)
+        for bot, st in zip(bots, new_states, strict=True)
+    ]
+    K = game.meta.max_children
+    pol = smp.pad_actions(jnp.where((player == 0)[:, None], pols[0], pols[1]), K)
+    probs = jnp.where((player == CHANCE)[:, None], game.node_chance_probs[h], pol)
+    probs = jnp.where((player == TERMINAL)[:, None], jnp.ones_like(probs), probs)
+    u = jax.vmap(lambda k: jax.random.uniform(k, (), probs.dtype))(split[:, 2])
+    k = smp.sample_index(probs, u)
+    child = jnp.take_along_axis(game.node_children[h], k[:, None], axis=1)[:, 0]
+    h = jnp.where(player == TERMINAL, h, child)
+    return (tuple(new_states), h) if collect is None else (tuple(new_states), h, acc)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 6))
+def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
+    bots = (bot_p1, bot_p2)
+    B = match_ids.shape[0]
+    keys = jax.vmap(jax.random.fold_in, (None, 0))(key, match_ids)
+    states = tuple(jax.vmap(lambda _, b=b: b.init(game))(jnp.arange(B)) for b in bots)
+    h = jnp.zeros((B,), jnp.int32)
+    if collect is None:
+
+        def body(s, carry):
+            states, h = carry
+            return _step_match(game, bots, iterations, states, h, keys, s)
+
+        _, h = jax.lax.fori_loop(0, game.meta.max_depth, body, (states, h))
+        return game.node_utility[h]
+    acc = jnp.zeros((B, tbl.num_rows(game), game.num_actions), game.node_utility.dtype)
+
+    def body_acc(s, carry):
+        states, h, acc = carry
+        return _step_match(game, bots, iterations, states, h, keys, s, collect, acc)
+
+    _, h, acc = jax.lax.fori_loop(0, game.meta.max_depth, body_acc, (states, h, acc))
+    return game.node_utility[h], acc
+
+
+def bytes_per_match(game: Game, bot_p1: _bots.Bot, bot_p2: _bots.Bot) -> int:
+    """Bytes of both bots' states for one match."""
+    return sum(tbl.bytes_per_state(jax.eval_shape(b.init, game)) for b in (bot_p1, bot_p2))
+
+
+def play(
+    game: Game,
+    bot_p1: _bots.Bot,
+    bot_p2: _bots.Bot,
+    num_matches: int,
+    iterations_per_move: int,
+    key: jax.Array,
+    *,
+    chunk_size: int | None = None,
+    collect: int | None = None,
+):
+    """Play ``num_matches`` matches of ``bot_p1`` (first player) against ``bot_p2``.
+
+    Each bot runs ``iterations_per_move`` search iterations before each of its moves
+    and samples its move from its policy (ISMCTS-UCT: the most-visited action). Matches
+    run ``chunk_size`` at a time (default: as many as fit 2 GiB of bot states), each a
+    jitted, vmapped call.
+
+    ``collect`` (0 or 1): also return the aggregate method's global strategy weights
+    of that seat's bot, ``[R, A]``: after each of its searches, the change of its
+    strategy weights (OOS: s_I; ISMCTS: visit counts or RM mean sums) summed over
+    its moves and matches.
+
+    Returns:
+      ``[num_matches]`` utilities of the first player (u_0); match m depends only on
+      ``fold_in(key, m)``. Win rate (ties half) = mean of ``(u > 0) + 0.5 (u == 0)``.
+      With ``collect``: ``(utilities, weights [R, A])``.
+    """
+    if collect not in (None, 0, 1):
+        raise ValueError(f"collect must be None, 0 or 1, got {collect!r}")
+    for name, v in (("num_matches", num_matches), ("iterations_per_move", iterations_per_move)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+    for name, b in (("bot_p1", bot_p1), ("bot_p2", bot_p2)):
+        if not isinstance(b, _bots.Bot):
+            raise ValueError(f"{name} must be a Bot (jaxcfr.oos(), ismcts(), random_bot())")
+        b.init(game)  # host-side tables (target sets, level layout) before tracing
+    per_match = max(bytes_per_match(game, bot_p1, bot_p2), 1)
+    if chunk_size is None:
+        chunk_size = int(max(1, min(512, DEFAULT_MEMORY // per_match)))
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    out, total = [], None
+    for start in range(0, num_matches, chunk_size):
+        used = min(chunk_size, num_matches - start)
+        ids = jnp.arange(start, start + used, dtype=jnp.int32)
+        if used < chunk_size and start > 0:
+            ids = jnp.concatenate([ids, jnp.full((chunk_size - used,), ids[-1])])
+        res = _play_chunk(game, bot_p1, bot_p2, int(iterations_per_move), ids, key, collect)
+        if collect is not None:
+            res, acc = res
+            part = jnp.sum(acc[:used], axis=0)
+            total = part if total is None else total + part
+        out.append(res[:used])
+    utilities = jnp.concatenate(out) if out else jnp.zeros((0,), game.node_utility.dtype)
+    return utilities if collect is None else (utilities, total)

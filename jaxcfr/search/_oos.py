@@ -1,0 +1,302 @@
+"""Online Outcome Sampling (Lisý, Lanctot, Bowling, AAMAS 2015; ALGORITHMS.md 2.5).
+
+Each iteration samples one trajectory with the fixed-depth walk of
+``jaxcfr._sampling`` (:func:`jaxcfr._sampling.walk`), for update player
+i = iteration mod 2 (Algorithm 1's two calls per iteration are two iterations here).
+With probability delta the trajectory is *targeted*: at every node above the
+target set T (IST: the histories of the searcher's infoset; PST: the player histories
+of its public state) it samples from Phi (chance: rho) renormalised on the children
+that lead into T. s1 and s2 are the probabilities of the sample under the targeted
+and the untargeted scheme (both start at 1/w_T), l = delta s1 + (1 - delta) s2 at the
+leaf, and at the update player's in-tree infoset I on the trajectory (history h,
+sampled a, tail c = pi(ha, z), x = sigma(I, a) c):
+
+    r(I, a) += (c - x) u_i pi_{-i}(h) / l,   r(I, a') -= x u_i pi_{-i}(h) / l,
+    s(I', .) += pi_{-i}(h') sigma(I', .) / (delta s1(h') + (1 - delta) s2(h'))
+
+at the opponent's in-tree infosets I'. sigma is gamma-explorative regret matching
+``gamma / |A| + (1 - gamma) RM(r)``. Incremental tree building: the first infoset
+reached that is not in memory is added (sigma uniform there), then a uniform playout
+runs to the end; playout infosets are neither stored nor updated.
+
+w_T (which definition): the verbal one of the paper, as GTLibrary's ISTargeting
+implements it (ALGORITHMS.md 2.5 [code]), with T the target set:
+``1 / w_T = (1 - delta) + delta / pi_bar(T)``, pi_bar(T) the probability of reaching T
+under the current mean profile (mean strategy in memory, uniform elsewhere; chance
+included), computed once per ``search`` call (floored at 1e-6). IST: pi_bar(I(m));
+PST: pi_bar of the public state. Without a target (root search) w_T = 1.
+
+Shapes: R table rows (= I infosets, ``_table``), A actions, D depth, M the largest
+target set, K child slots.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from games_tensor import Game
+from games_tensor._game import CHANCE, TERMINAL
+from jaxcfr import _sampling as smp
+from jaxcfr._solver import check_number, regret_matching
+from jaxcfr.search import _bots
+from jaxcfr.search import _table as tbl
+
+TARGETINGS = ("ist", "pst", None)
+_PI_FLOOR = 1e-6
+
+
+class OOSState(NamedTuple):
+    """One OOS searcher (one match).
+
+    regrets: [R, A] cumulative sampled regrets; strategy_sum: [R, A] mean-strategy sums
+    s_I; in_memory: [R] bool, infosets added to the tree; iteration: [] int32
+    trajectories sampled so far (the update player is ``iteration % 2``).
+    """
+
+    regrets: jax.Array
+    strategy_sum: jax.Array
+    in_memory: jax.Array
+    iteration: jax.Array
+
+
+class _Carry(NamedTuple):
+    s1: jax.Array  # targeted-scheme probability of the sample so far (times 1/w_T)
+    s2: jax.Array  # untargeted-scheme probability
+    pi_o: jax.Array  # pi_{-i}(h): opponent and chance reach
+    playout: jax.Array  # bool: below the infoset added this iteration
+    added: jax.Array  # int32 row added this iteration (R: none)
+    lo: jax.Array  # int32 [lo, hi): target histories below the current node
+    hi: jax.Array
+
+
+class _Rec(NamedTuple):
+    regret: jax.Array  # bool: update player's in-tree infoset (regret row)
+    average: jax.Array  # bool: opponent's in-tree infoset (mean-strategy row)
+    row: jax.Array  # int32
+    action: jax.Array  # int32 sampled child slot
+    legal: jax.Array  # [A] bool
+    sigma: jax.Array  # [A] strategy at the node (uniform when new or in the playout)
+    sigma_k: jax.Array  # its probability of the sampled action
+    pi_o: jax.Array  # pi_{-i}(h)
+    q: jax.Array  # delta s1(h) + (1 - delta) s2(h)
+    f: jax.Array  # this step's factor of the tail probability x
+
+
+class _Target(NamedTuple):
+    depth: jax.Array  # [] int32 depth of the target set (0: root)
+    counts: jax.Array  # [D, M + 1, K] int32 (jaxcfr.search._table.slot_counts)
+
+
+def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
+    """One trajectory: (records, final carry, u_0). ``target`` None: root search."""
+    epsilon, delta, gamma = hyper
+    R, D = tbl.num_rows(game), game.meta.max_depth
+    dtype = state.regrets.dtype
+    one = jnp.ones((), dtype)
+
+    def step(d, kinds, v, c):
+        W = kinds.width
+        chance = v.code == CHANCE
+        terminal = v.code == TERMINAL
+        if any(kinds.players):
+            player_node, row, mem, uniform = tbl.read_node(game, state.in_memory, v, dtype)
+            r = state.regrets.at[row].get(mode="promise_in_bounds")
+            sig_tree = gamma * uniform + (1.0 - gamma) * regret_matching(r, v.legal, uniform)
+            tree = player_node & mem & ~c.playout
+            new = player_node & ~mem & ~c.playout
+            sigma = jnp.where(tree, sig_tree, uniform)
+            own = v.player == i
+            phi = jnp.where(tree & own, smp.explore(sigma, v.legal, epsilon), sigma)
+            base = smp.pad_actions(phi, W)
+            if kinds.chance:
+                base = jnp.where(chance, v.row, base)
+        else:
+            player_node = tree = new = own = jnp.zeros((), bool)
+            row = jnp.zeros((), jnp.int32)
+            sigma = jnp.zeros((game.num_actions,), dtype)
+            base = v.row
+        lo, hi = c.lo, c.hi
+        if target is not None:
+            before = d < target.depth
+            cd = target.counts[d]
+            cnt = (cd[hi] - cd[lo])[:W]
+            allowed = jnp.where(before, cnt > 0, True)
+            in_part = hi > lo
+            masked = jnp.where(allowed, base, 0.0)
+            tsum = jnp.sum(masked)
+            use_t = targeted & in_part & ~c.playout & ~new & (tsum > 0)
+            probs = jnp.where(use_t, masked, base)
+        else:
+            probs = base
+        k = smp.sample_index(probs, u[d])
+        p_k = jnp.where(terminal, one, smp.select(base, k))
+        s2 = c.s2 * p_k
+        if target is not None:
+            ok = smp.select(allowed, k) & in_part
+            s1_tree = jnp.where(ok, c.s1 * p_k / jnp.where(tsum > 0, tsum, 1.0), 0.0)
+            s1 = jnp.where(c.playout | new | terminal, c.s1 * p_k, s1_tree)
+            excl = jnp.cumsum(cnt) - cnt
+            lo_k = lo + smp.select(excl, k)
+            move = before & ~terminal
+            lo, hi = jnp.where(move, lo_k, lo), jnp.where(move, lo_k + smp.select(cnt, k), hi)
+            q = delta * c.s1 + (1.0 - delta) * c.s2
+        else:
+            s1, q = s2, c.s2
+        if any(kinds.players):
+            sig_k = smp.select(smp.pad_actions(sigma, W), k)
+            f = jnp.where(player_node, sig_k, p_k)
+            pi_o = c.pi_o * jnp.where(player_node, jnp.where(own, one, sig_k), p_k)
+        else:
+            sig_k, f, pi_o = one, p_k, c.pi_o * p_k
+        node = tree | new
+        rec = _Rec(node & own, node & ~own, row, k, v.legal, sigma, sig_k, c.pi_o, q, f)
+        added = jnp.where(new, row, c.added)
+        return k, _Carry(s1, s2, pi_o, c.playout | new, added, lo, hi), rec
+
+    start = jnp.asarray(inv_w, dtype)
+    zero = jnp.zeros((), jnp.int32)
+    hi0 = zero if target is None else jnp.asarray(target.counts.shape[1] - 1, jnp.int32)
+    carry = _Carry(start, start, one, jnp.zeros((), bool), jnp.asarray(R, jnp.int32), zero, hi0)
+    del D
+    return smp.walk(game, tables, step, carry)
+
+
+def _rows(game, records, carry, utility, i, delta, targeted_game: bool):
+    """Table rows of one trajectory: (regret rows, values, mean rows, values, added row)."""
+    R, A = tbl.num_rows(game), game.num_actions
+    kinds = smp.level_kinds(game)
+    u_i = jnp.where(i == 0, utility, -utility)
+    leaf = delta * carry.s1 + (1.0 - delta) * carry.s2 if targeted_game else carry.s2
+    safe = jnp.where(leaf > 0, leaf, 1.0)
+    tail, run = [None] * len(records), jnp.ones((), utility.dtype)
+    for j in range(len(records) - 1, -1, -1):
+        tail[j] = run
+        run = run * records[j].f
+    rr, rv, ar, av = [], [], [], []
+    onehot_cache = jnp.arange(A)
+    for j, r in enumerate(records):
+        if not any(kinds[j].players):
+            continue
+        w = jnp.where(leaf > 0, u_i * r.pi_o / safe, 0.0) * tail[j]
+        onehot = (onehot_cache == r.action).astype(utility.dtype)
+        rr.append(jnp.where(r.regret, r.row, R))
+        rv.append(jnp.where(r.legal, w * (onehot - r.sigma_k), 0.0))
+        ar.append(jnp.where(r.average, r.row, R))
+        av.append(r.pi_o * r.sigma / jnp.where(r.q > 0, r.q, 1.0))
+    return jnp.stack(rr), jnp.stack(rv), jnp.stack(ar), jnp.stack(av), carry.added
+
+
+def _check_hyper(targeting, delta, epsilon, gamma):
+    if targeting not in TARGETINGS:
+        raise ValueError(f"targeting must be one of {TARGETINGS!r}, got {targeting!r}")
+    check_number("delta", delta, 0.0, 1.0)
+    check_number("epsilon", epsilon, 0.0, 1.0, lo_open=True)
+    check_number("gamma", gamma, 0.0, 1.0)
+
+
+def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
+    """Online Outcome Sampling, a search bot (ALGORITHMS.md 2.5; see the module docstring).
+
+    Args:
+      targeting: ``"ist"`` (information-set targeting), ``"pst"`` (public-subgame
+        targeting; needs a game whose actions are public, not II-Goofspiel) or ``None``
+        (search from the root, OOS = outcome sampling with incremental tree building).
+      delta: probability of a targeted iteration, in [0, 1]. 0: outcome sampling.
+      epsilon: exploration of the update player's sampling, in (0, 1].
+      gamma: exploration mixed into regret matching, in [0, 1] (paper: 0.01).
+
+    Returns:
+      A :class:`~jaxcfr.search.Bot`: ``init(game) -> OOSState`` (tables [R, A], mask
+      [R]); ``search(game, state, view, key, num_iterations)`` samples
+      ``num_iterations`` trajectories (update players alternating) targeted at
+      ``view``; ``policy(game, state, view) -> [A]`` the mean strategy s_I normalised
+      (uniform outside memory); matches sample the move from it (the paper does not
+      say how OOS picks its move; ALGORITHMS.md 2.5 [inferred]).
+
+    Example::
+
+        bot = jaxcfr.oos(targeting="pst")
+        state = bot.init(game)
+        view = jaxcfr.view_of(game, history)     # what the acting player knows
+        state = jax.jit(bot.search, static_argnums=4)(game, state, view, key, 20_000)
+        probs = bot.policy(game, state, view)   # [A]
+    """
+    _check_hyper(targeting, delta, epsilon, gamma)
+    hyper = (epsilon, delta, gamma)
+
+    def init(game: Game) -> OOSState:
+        smp.level_kinds(game)
+        if tbl.concrete(game):
+            _sets(game, targeting)  # host tables, before any trace
+        (regrets, strategy_sum), in_memory = tbl.init_tables(game, 2)
+        return OOSState(regrets, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
+
+    def search(game: Game, state: OOSState, view: _bots.View, key, num_iterations) -> OOSState:
+        target, inv_w = _prepare(game, state, view, _sets(game, targeting), targeting, delta)
+
+        tables = smp.node_tables(game)  # outside the loop: XLA does not hoist it here
+
+        seed = smp.stream_seed(key)
+
+        def body(t, st):
+            return _iterate(game, tables, st, (seed, t), target, inv_w, hyper)
+
+        return jax.lax.fori_loop(0, num_iterations, body, state)
+
+    def policy(game: Game, state: OOSState, view: _bots.View) -> jax.Array:
+        return _bots.normalized_row(game, state.strategy_sum, state.in_memory, view)
+
+    def strategy(game: Game, state: OOSState):
+        return state.strategy_sum, state.in_memory
+
+    return _bots.Bot(init, search, policy, strategy, f"oos({targeting}, d={delta}, e={epsilon})")
+
+
+def _sets(game: Game, targeting):
+    """The game's target sets for ``targeting`` (None: root search)."""
+    if targeting == "pst":
+        if not tbl.has_public_actions(game):
+            raise ValueError(
+                f"targeting='pst' needs a game whose actions are public; {game.name} has "
+                "private actions (use targeting='ist')"
+            )
+        return tbl.public_sets(game)
+    if targeting == "ist":
+        return tbl.infoset_sets(game)
+    return None
+
+
+def _prepare(game, state, view, sets, targeting, delta):
+    """Target tables and 1/w_T for one search call ((None, 1.0) without targeting)."""
+    if sets is None:
+        return None, 1.0
+    _bots.check_view(game, view, need_public=targeting == "pst")
+    set_id = view.public_state if targeting == "pst" else view.infoset
+    set_id = jnp.where(view.infoset < 0, -1, set_id)
+    paths = tbl.target_paths(game, sets, set_id)
+    target = _Target(paths.depth, tbl.slot_counts(game, paths))
+    mean = _bots.table_policy(game, state.strategy_sum, state.in_memory, game.legal_uniform)
+    reach = jnp.maximum(tbl.path_reach(game, paths, mean), _PI_FLOOR)
+    return target, (1.0 - delta) + delta / reach
+
+
+def _iterate(game, tables, state, stream, target, inv_w, hyper):
+    """One OOS iteration (one trajectory) from ``state``; ``stream = (seed, t)``: the
+    iteration's D + 1 uniforms are numbers t (D + 1) ... of the seed's stream."""
+    delta = hyper[1]
+    D = game.meta.max_depth
+    seed, t = stream
+    u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), state.regrets.dtype)
+    i = state.iteration % 2
+    targeted = u[D] < delta
+    records, carry, utility = _sample(game, tables, state, u, i, targeted, target, inv_w, hyper)
+    rr, rv, ar, av, added = _rows(game, records, carry, utility, i, delta, target is not None)
+    return OOSState(
+        smp.add_rows(state.regrets, rr, rv),
+        smp.add_rows(state.strategy_sum, ar, av),
+        state.in_memory.at[added].set(True, mode="drop"),
+        state.iteration + 1,
+    )

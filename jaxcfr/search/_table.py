@@ -1,0 +1,242 @@
+"""Where a search bot keeps an infoset's statistics, and the history sets it targets.
+
+The one place that maps an infoset to a row of a bot's ``[R, A]`` tables
+(:func:`num_rows`, :func:`rows`): for a compiled game the row is the infoset id
+(R = I), with an in-memory mask ``[R]`` marking the infosets added to the search
+tree. A later issue swaps in a hashed table (R < I) for games too large to compile;
+only this module changes then.
+
+Target sets (the histories of one infoset, or the player histories of one public
+state) are stored once per game as compact tables in node order (CSR: ``nodes``
+sorted by (set id, node id), ``start[set]``), kept on the host in the game's static
+metadata like :func:`jaxcfr._sampling.level_kinds`. :func:`target_paths` turns one
+set into the root paths of its histories; in the breadth-first layout the
+histories below any node form a contiguous range of that set, which is how OOS
+restricts a targeted trajectory with two row gathers per depth.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+
+
+# ---------------------------------------------------------------- infoset -> row
+def num_rows(game: Game) -> int:
+    """Rows R of a bot's tables: one per infoset of the compiled game."""
+    return game.num_infosets
+
+
+def rows(game: Game, infoset: jax.Array) -> jax.Array:
+    """Row of ``infoset`` (int32 ``[...]``) in a bot's tables (identity here)."""
+    del game
+    return infoset
+
+
+def init_tables(game: Game, count: int) -> tuple[tuple[jax.Array, ...], jax.Array]:
+    """``count`` zero ``[R, A]`` tables in the game's float dtype and an all-False
+    in-memory mask ``[R]``."""
+    shape = (num_rows(game), game.num_actions)
+    dtype = game.sf_payoff.dtype
+    return tuple(jnp.zeros(shape, dtype) for _ in range(count)), jnp.zeros(shape[:1], bool)
+
+
+def read_node(game: Game, in_memory: jax.Array, v, dtype):
+    """What a search walk step needs about its node ``v`` (a ``NodeView``): (player
+    node?, table row, in memory?, uniform distribution over the legal actions [A])."""
+    row = rows(game, v.infoset)
+    mem = in_memory.at[row].get(mode="promise_in_bounds")
+    legal_f = v.legal.astype(dtype)
+    return v.code >= 0, row, mem, legal_f / jnp.sum(legal_f)
+
+
+def bytes_per_state(state) -> int:
+    """Bytes of one bot state (one match)."""
+    return int(sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(state)))
+
+
+# ---------------------------------------------------------------- target sets
+def concrete(game: Game) -> bool:
+    """True outside a trace over the game (the host tables below can be built)."""
+    return not isinstance(game.node_infoset, jax.core.Tracer)
+
+
+def _host_array(game: Game, name: str) -> np.ndarray:
+    x = getattr(game, name)
+    if not concrete(game):
+        raise ValueError(
+            f"the search tables of {game.name} are built on the host: call bot.init(game) "
+            "once outside jax.jit before tracing search"
+        )
+    return np.asarray(x)
+
+
+@dataclasses.dataclass(frozen=True)
+class SetTable:
+    """Histories of each set in node order (host arrays; see the module docstring).
+
+    nodes: [N] int32 node ids sorted by (set, node); start: [num_sets + 1] int32;
+    size: the largest set (static M); depth: [num_sets] int32 depth of the set's
+    histories (every set lies at one depth, checked).
+    """
+
+    nodes: np.ndarray
+    start: np.ndarray
+    size: int
+    depth: np.ndarray
+
+
+def _set_table(set_of_node: np.ndarray, num_sets: int, depth: np.ndarray, what: str) -> SetTable:
+    members = np.nonzero(set_of_node >= 0)[0]
+    keys = set_of_node[members]
+    order = np.lexsort((members, keys))
+    nodes = members[order].astype(np.int32)
+    counts = np.bincount(keys, minlength=num_sets)
+    start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    dmin = np.full(num_sets, np.iinfo(np.int32).max)
+    dmax = np.full(num_sets, -1)
+    np.minimum.at(dmin, keys, depth[members])
+    np.maximum.at(dmax, keys, depth[members])
+    if (dmin != dmax)[counts > 0].any():
+        raise ValueError(f"every {what} must lie at one depth of the tree for targeting")
+    return SetTable(nodes, start, int(counts.max()), np.where(counts > 0, dmin, 0).astype(np.int32))
+
+
+def infoset_sets(game: Game) -> SetTable:
+    """The histories of every infoset (memoized in ``game.meta.host``)."""
+    table = game.meta.host.get("search_infoset_sets")
+    if table is None:
+        host = game.meta.host
+        node_inf = _host_array(game, "node_infoset")
+        table = _set_table(node_inf, game.num_infosets, host["node_depth"], "infoset")
+        _check_child_order(game)
+        host["search_infoset_sets"] = table
+    return table
+
+
+def public_sets(game: Game) -> SetTable:
+    """The player histories of every public state (memoized in ``game.meta.host``)."""
+    table = game.meta.host.get("search_public_sets")
+    if table is None:
+        host = game.meta.host
+        pub = _host_array(game, "node_public_state")
+        pub = np.where(host["node_player"] >= 0, pub, -1)
+        table = _set_table(pub, game.meta.num_public_states, host["node_depth"], "public state")
+        _check_child_order(game)
+        host["search_public_sets"] = table
+    return table
+
+
+def has_public_actions(game: Game) -> bool:
+    """True when every player action is public: at every player node, the children
+    reached by different actions lie in different public states (Liar's Dice, poker).
+    Public-subgame targeting needs it; II-Goofspiel (hidden bids) has none."""
+    cached = game.meta.host.get("search_public_actions")
+    if cached is None:
+        host = game.meta.host
+        player = host["node_player"] >= 0
+        kids = host["node_children"][player]
+        pub = _host_array(game, "node_public_state")
+        kid_pub = np.where(kids >= 0, pub[np.maximum(kids, 0)], -1)
+        ok = True
+        for a in range(kids.shape[1]):
+            for b in range(a + 1, kids.shape[1]):
+                both = (kids[:, a] >= 0) & (kids[:, b] >= 0)
+                if (both & (kid_pub[:, a] == kid_pub[:, b])).any():
+                    ok = False
+                    break
+            if not ok:
+                break
+        cached = game.meta.host["search_public_actions"] = ok
+    return cached
+
+
+def _check_child_order(game: Game) -> None:
+    """The range arithmetic needs child ids increasing with the child slot."""
+    kids = game.meta.host["node_children"]
+    k = np.where(kids >= 0, kids, np.iinfo(np.int32).max)
+    prev = np.maximum.accumulate(np.where(kids >= 0, kids, -1), axis=1)
+    if (k[:, 1:] < prev[:, :-1]).any():
+        raise ValueError("search needs node_children in increasing id order per node")
+
+
+class Paths(NamedTuple):
+    """Root paths of one target set's histories (``M`` slots, the first ``count`` used).
+
+    count: [] int32 histories in the set (0: no target, search from the root).
+    depth: [] int32 their depth (0 without a target).
+    nodes: [D + 1, M] int32: ``nodes[d, m]`` the ancestor at depth d of history m.
+    slot: [D, M] int32: the child slot from ``nodes[d, m]`` to ``nodes[d + 1, m]``
+      (0 at depths >= the set's depth).
+    """
+
+    count: jax.Array
+    depth: jax.Array
+    nodes: jax.Array
+    slot: jax.Array
+
+
+def target_paths(game: Game, table: SetTable, set_id: jax.Array) -> Paths:
+    """The :class:`Paths` of set ``set_id`` (< 0: the root as the only history).
+
+    D + 1 parent gathers and one child-row gather per depth for the M histories.
+    """
+    D, M = game.meta.max_depth, table.size
+    nodes = jnp.asarray(table.nodes)
+    start = jnp.asarray(table.start)
+    valid_set = set_id >= 0
+    sid = jnp.maximum(set_id, 0)
+    base = start[sid]
+    count = jnp.where(valid_set, start[sid + 1] - base, 1)
+    depth = jnp.where(valid_set, jnp.asarray(table.depth)[sid], 0)
+    m = jnp.arange(M, dtype=jnp.int32)
+    leaf = jnp.where(valid_set, nodes[base + jnp.minimum(m, count - 1)], 0)
+    up = [leaf]
+    for _ in range(D):
+        up.append(jnp.maximum(game.node_parent[up[-1]], 0))
+    up = jnp.stack(up)  # [D + 1, M]: up[j] = j-th ancestor
+    back = jnp.clip(depth - jnp.arange(D + 1, dtype=jnp.int32), 0, D)
+    anc = up[back]  # [D + 1, M]: ancestor at depth d (the leaf itself for d >= depth)
+    kids = game.node_children[anc[:D]]  # [D, M, K]
+    hit = kids == anc[1:, :, None]
+    slot = jnp.argmax(hit, axis=-1).astype(jnp.int32)
+    slot = jnp.where(jnp.arange(D)[:, None] < depth, slot, 0)
+    return Paths(count, depth, anc, slot)
+
+
+def slot_counts(game: Game, paths: Paths) -> jax.Array:
+    """``C [D, M + 1, K]`` int32: ``C[d, m, k]`` = #{m' < m : slot[d, m'] = k}, over the
+    set's histories and depths above it, so the histories of a range ``[lo, hi)``
+    continuing through slot k at depth d number ``C[d, hi, k] - C[d, lo, k]``."""
+    D, M = paths.slot.shape
+    K = game.meta.max_children
+    live = (jnp.arange(M) < paths.count)[None, :] & (jnp.arange(D)[:, None] < paths.depth)
+    onehot = (paths.slot[..., None] == jnp.arange(K)[None, None, :]) & live[..., None]
+    c = jnp.cumsum(onehot.astype(jnp.int32), axis=1)
+    return jnp.concatenate([jnp.zeros((D, 1, K), jnp.int32), c], axis=1)
+
+
+def path_reach(game: Game, paths: Paths, policy: jax.Array) -> jax.Array:
+    """Sum over the set's histories of their reach under ``policy`` [R, A] (chance
+    included): pi(T). 1 for the root."""
+    D, M = paths.slot.shape
+    node = paths.nodes[:D]  # [D, M]
+    player = game.node_player[node]
+    inf = jnp.maximum(game.node_infoset[node], 0)
+    pol = policy[rows(game, inf)]  # [D, M, A]
+    kk = paths.slot
+    p_player = jnp.take_along_axis(pol, jnp.minimum(kk, game.num_actions - 1)[..., None], -1)[
+        ..., 0
+    ]
+    p_chance = jnp.take_along_axis(game.node_chance_probs[node], kk[..., None], -1)[..., 0]
+    p = jnp.where(player >= 0, p_player, jnp.where(player == -1, p_chance, 1.0))
+    above = jnp.arange(D)[:, None] < paths.depth
+    p = jnp.where(above, p, 1.0)
+    live = jnp.arange(M) < paths.count
+    return jnp.sum(jnp.where(live, jnp.prod(p, axis=0), 0.0))
