@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from games_tensor import Game
-from games_tensor._game import CHANCE, TERMINAL
+from games_tensor._game import CHANCE
 from jaxcfr import _sampling as smp
 from jaxcfr._solver import Solver, builtin_cache_key, check_bool, check_number, check_state
 
@@ -56,34 +56,36 @@ def _walk(game: Game, tables: smp.NodeTables, regrets, u, epsilon, explorers: tu
       What a depth can hold (:func:`jaxcfr._sampling.level_kinds`) prunes the work
       statically: no policy at chance-only depths, no chance at player-only depths.
     """
-    h = jnp.zeros((), jnp.int32)
-    steps = []
-    for d, kinds in enumerate(smp.level_kinds(game)[: game.meta.max_depth]):
-        has_players = any(kinds.players)
-        v = smp.read_nodes(game, tables, regrets, h, kinds.width, policy=has_players)
+
+    def choose(d, kinds, v, carry):
+        if not any(kinds.players):
+            return v.row, carry, None
         chance = v.code == CHANCE
-        if has_players:
-            sig = smp.pad_actions(v.sigma, kinds.width)
-            explore = [p for p in explorers if kinds.players[p]]
-            if explore:
-                phi = smp.pad_actions(smp.explore(v.sigma, v.legal, epsilon), kinds.width)
-                if len(explore) == 1 and kinds.players[1 - explore[0]]:
-                    phi = jnp.where(v.player == explore[0], phi, sig)
-            else:
-                phi = sig
-            probs = jnp.where(chance, v.row, phi) if kinds.chance else phi
+        sig = smp.pad_actions(v.sigma, kinds.width)
+        explore = [p for p in explorers if kinds.players[p]]
+        if explore:
+            phi = smp.pad_actions(smp.explore(v.sigma, v.legal, epsilon), kinds.width)
+            if len(explore) == 1 and kinds.players[1 - explore[0]]:
+                phi = jnp.where(v.player == explore[0], phi, sig)
         else:
-            probs = v.row
-        k = smp.sample_index(probs, u[d])
-        if has_players:
+            phi = sig
+        probs = jnp.where(chance, v.row, phi) if kinds.chance else phi
+        return probs, carry, (sig, probs)
+
+    walked, utility, _ = smp.walk(game, tables, u, choose, regrets=regrets)
+    steps = []
+    for w in walked:
+        v, k, kinds = w.view, w.k, w.kinds
+        if w.aux is not None:
+            sig, probs = w.aux
+            chance = v.code == CHANCE
             sigma_k = jnp.where(chance, 1.0, smp.select(sig, k))
             phi_k = jnp.where(chance, 1.0, smp.select(probs, k))
+            acting = v.code >= 0
         else:
             sigma_k = phi_k = jnp.ones((), regrets.dtype)
-        acting = v.code >= 0 if has_players else jnp.zeros((), bool)
+            acting = jnp.zeros((), bool)
         steps.append(_Step(kinds, acting, v.player, v.infoset, k, v.sigma, v.legal, sigma_k, phi_k))
-        h = jnp.where(v.code == TERMINAL, h, smp.select(v.children, k))
-    utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
     return steps, utility
 
 

@@ -186,8 +186,9 @@ def read_nodes(
     """Gather node data and the current policy (regret matching on ``regrets``) at ``h``.
 
     ``width``: child slots to keep (default K; a level's :class:`LevelKinds` width).
-    ``policy=False`` skips the regret gather (levels without player nodes): ``sigma``
-    is then zeros.
+    ``policy=False`` skips the regret gather (levels without player nodes, or
+    solvers whose statistics are not regrets, where ``regrets`` may be None):
+    ``sigma`` is then zeros.
     """
     K = game.meta.max_children
     W = K if width is None else width
@@ -201,8 +202,53 @@ def read_nodes(
     if policy:
         sigma = regret_matching(regrets.at[infoset].get(mode="promise_in_bounds"), legal)
     else:
-        sigma = jnp.zeros(legal.shape, regrets.dtype)
+        sigma = jnp.zeros(legal.shape, floats.dtype)
     return NodeView(code, player, infoset, legal, sigma, row, ints[..., 1 : 1 + W], floats[..., K])
+
+
+class WalkStep(NamedTuple):
+    """One step of :func:`walk`: what the depth can hold (static), the node read, the
+    sampled child slot ``k`` (int32) and what ``choose`` kept for after the walk."""
+
+    kinds: LevelKinds
+    view: NodeView
+    k: jax.Array
+    aux: object
+
+
+def walk(game: Game, tables: NodeTables, u: jax.Array, choose, carry=None, regrets=None):
+    """Sample one trajectory from the root, one step per depth (the shared walker).
+
+    Step d reads a node of depth d (or the terminal where the trajectory ended earlier)
+    with :func:`read_nodes`, asks ``choose`` for the sampling distribution there and
+    draws the child slot with :func:`sample_index` from ``u[d]``. What a depth can hold
+    (:func:`level_kinds`) is static, so ``choose`` prunes its work per depth.
+
+    Args:
+      tables: the packed tree (:func:`node_tables`).
+      u: [D] uniforms, one per depth.
+      choose: ``choose(d, kinds, view, carry) -> (probs [W], carry, aux)``: the
+        unnormalized distribution over the level's ``W = kinds.width`` slots (at
+        chance nodes the caller passes ``view.row`` through), the carry to the next
+        depth and anything to keep for after the walk.
+      carry: initial carry of ``choose`` (e.g. per-player flags).
+      regrets: [I, A] when ``choose`` wants ``view.sigma`` (regret matching) at player
+        depths; None skips that gather.
+
+    Returns:
+      (steps, utility, carry): D :class:`WalkStep`, the terminal's u_0 and the last carry.
+    """
+    h = jnp.zeros((), jnp.int32)
+    steps = []
+    for d, kinds in enumerate(level_kinds(game)[: game.meta.max_depth]):
+        policy = regrets is not None and any(kinds.players)
+        v = read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
+        probs, carry, aux = choose(d, kinds, v, carry)
+        k = sample_index(probs, u[d])
+        steps.append(WalkStep(kinds, v, k, aux))
+        h = jnp.where(v.code == TERMINAL, h, select(v.children, k))
+    utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
+    return steps, utility, carry
 
 
 def select(x: jax.Array, k: jax.Array) -> jax.Array:
