@@ -55,7 +55,19 @@ def _checkpoints(start: int, horizon: int) -> list[tuple[int, int]]:
     return out
 
 
-def curves(solver, game, start, horizon, num_seeds, *, per_update=1, key=0, ckpt=None, hook=None):
+def curves(
+    solver,
+    game,
+    start,
+    horizon,
+    num_seeds,
+    *,
+    per_update=1,
+    key=0,
+    ckpt=None,
+    hook=None,
+    hparams=None,
+):
     """Run ``num_seeds`` runs of ``solver`` to ``horizon`` episodes, evaluating every
     ``10^k`` episodes in decade k (from ``start``).
 
@@ -63,11 +75,14 @@ def curves(solver, game, start, horizon, num_seeds, *, per_update=1, key=0, ckpt
       per_update: episodes per solver update (2 for outcome sampling's iterations).
       ckpt: a path (``.npz``) to save the batched state and curves after each decade and
         to resume from.
-      hook: ``hook(state) -> [num_seeds]`` extra metric per evaluation (e.g. Kuhn's MSE).
+      hook: ``hook(state) -> [B]`` extra metric per evaluation (e.g. Kuhn's MSE).
+      hparams: a grid of G settings for the factory ``solver`` (``jaxcfr.run``'s), so
+        B = G * num_seeds runs are one vmapped batch.
 
     Returns:
-      dict with ``episodes`` [E], ``nash_conv`` [S, E], ``extra`` [S, E] (or None), and
-      ``seconds`` (wall-clock of this call's runs).
+      dict with ``episodes`` [E], ``nash_conv`` [B, E] (setting-major: run g * num_seeds
+      + i is seed i of setting g), ``extra`` [B, E] (or None), and ``seconds``
+      (wall-clock of this call's runs).
     """
     import time
 
@@ -75,23 +90,35 @@ def curves(solver, game, start, horizon, num_seeds, *, per_update=1, key=0, ckpt
     state, episodes, nash, extra = None, [], [], []
     if ckpt is not None and Path(ckpt).exists():
         data = np.load(ckpt)
-        template = jax.vmap(lambda k: solver.init(game))(jnp.arange(num_seeds))
+        B = num_seeds * (len(next(iter(hparams.values()))) if hparams else 1)
+        init = (solver(**{k: v[0] for k, v in hparams.items()}) if hparams else solver).init
+        template = jax.vmap(lambda k: init(game))(jnp.arange(B))
         leaves = [data[f"leaf{i}"] for i in range(len(jax.tree.leaves(template)))]
         state = jax.tree.unflatten(jax.tree.structure(template), [jnp.asarray(x) for x in leaves])
         episodes, nash = list(data["episodes"]), list(data["nash_conv"].T)
         extra = list(data["extra"].T) if "extra" in data else []
     done = int(episodes[-1]) if episodes else 0
+
+    def save(state):
+        if ckpt is None:
+            return
+        leaves = {f"leaf{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(state))}
+        more = {"extra": np.stack(extra, 1)} if extra else {}
+        tmp = Path(str(ckpt) + ".tmp.npz")
+        np.savez(tmp, episodes=np.asarray(episodes), nash_conv=np.stack(nash, 1), **leaves, **more)
+        os.replace(tmp, ckpt)
+
+    def on_chunk(it, nc, st):  # record and checkpoint after every evaluation
+        episodes.append(it * per_update)
+        nash.append(np.asarray(nc))
+        if hook is not None:
+            extra.append(np.asarray(hook(st)))
+        save(st)
+
     t0 = time.perf_counter()
     for end, every in _checkpoints(start, horizon):
         if end <= done:
             continue
-        got = []
-
-        def on_chunk(it, nc, st, got=got):
-            got.append(
-                (it * per_update, np.asarray(nc), None if hook is None else np.asarray(hook(st)))
-            )
-
         iters, every_it = (end - done) // per_update, max(1, every // per_update)
         res = jaxcfr.run(
             solver,
@@ -102,23 +129,14 @@ def curves(solver, game, start, horizon, num_seeds, *, per_update=1, key=0, ckpt
             num_seeds=num_seeds,
             state=state,
             on_chunk=on_chunk,
+            hparams=hparams,
         )
         state, done = res.state, end
-        for e, nc, x in got:
-            episodes.append(e)
-            nash.append(nc)
-            if x is not None:
-                extra.append(x)
-        if ckpt is not None:
-            leaves = {f"leaf{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(state))}
-            more = {"extra": np.stack(extra, 1)} if extra else {}
-            np.savez(
-                ckpt, episodes=np.asarray(episodes), nash_conv=np.stack(nash, 1), **leaves, **more
-            )
+    keep = np.asarray(episodes) <= horizon  # a checkpoint may have run past this horizon
     return {
-        "episodes": np.asarray(episodes),
-        "nash_conv": np.stack(nash, 1),
-        "extra": np.stack(extra, 1) if extra else None,
+        "episodes": np.asarray(episodes)[keep],
+        "nash_conv": np.stack(nash, 1)[:, keep],
+        "extra": np.stack(extra, 1)[:, keep] if extra else None,
         "seconds": time.perf_counter() - t0,
     }
 
@@ -190,12 +208,13 @@ def kuhn_fig32(ctx: Context) -> str:
         f"Kuhn poker, {seeds} runs per algorithm (seeds 0..{seeds - 1} of key {ctx.key}), "
         f"{horizon:,} episodes each; MSE of the average policy N(u,a)/N(u) to the closest "
         "equilibrium of Kuhn's one-parameter family (minimised over alpha in closed form, "
-        "`experiments/kuhn_equilibria.py`). Plot: `kuhn_fig32_mse.png`.",
+        "`experiments/kuhn_equilibria.py`), mean ± 95% CI over runs. Plot: "
+        "`kuhn_fig32_mse.png`.",
         "",
         "| episodes | "
-        + " | ".join(f"{k}: MSE (mean ± 95% CI)" for k in out)
+        + " | ".join(f"{k.split(' (')[0]} MSE" for k in out)
         + " | "
-        + " | ".join("NashConv / 2" for _ in out)
+        + " | ".join(f"{k.split(' (')[0]} NashConv/2" for k in out)
         + " |",
         "|---" * (1 + 2 * len(out)) + "|",
     ]
@@ -224,78 +243,126 @@ def kuhn_fig32(ctx: Context) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- Fig. 3.3, Leduc
-def _leduc_solvers():
+# ---------------------------------------------------------------- Fig. 3.3 / 3.4, Leduc
+# Smooth UCT (gamma 0.1), UCT and Smooth UCT with gamma 0 are one vmapped grid of
+# ``smooth_uct``: UCT is ``smooth_uct(c=20, gamma=1)`` (eta = 1: always the UCB action;
+# tests/test_mcts.py shows it equals ``jaxcfr.uct(c=20)`` bit for bit), so the three
+# share one compiled batch. Fig. 3.3 and Fig. 3.4 read the same runs (their checkpoint
+# folder is shared), Fig. 3.4 continuing them to its longer horizon.
+MCTS_GRID = {
+    "Smooth UCT (c 18, d 0.002)": dict(c=18.0, gamma=0.1),
+    "UCT (c 20)": dict(c=20.0, gamma=1.0),
+    "Smooth UCT γ = 0 (c 18, d 0.002)": dict(c=18.0, gamma=0.0),
+}
+
+
+def _leduc_factory(**hp):
+    return jaxcfr.smooth_uct(eta0=0.9, d=0.002, **hp)
+
+
+def _leduc_dir(ctx: Context) -> Path:
+    d = (
+        ctx.out.parent
+        / "smooth-uct-leduc-runs"
+        / (f"quick-key{ctx.key}" if ctx.quick else f"full-key{ctx.key}")
+    )
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _leduc_mcts(ctx: Context, game, seeds, horizon) -> dict:
+    grid = {k: jnp.asarray([hp[k] for hp in MCTS_GRID.values()]) for k in ("c", "gamma")}
+    res = curves(
+        _leduc_factory,
+        game,
+        10**4,
+        horizon,
+        seeds,
+        key=ctx.key,
+        hparams=grid,
+        ckpt=_leduc_dir(ctx) / "mcts.npz",
+    )
+    out = {}
+    for g, label in enumerate(MCTS_GRID):
+        out[label] = dict(res, nash_conv=res["nash_conv"][g * seeds : (g + 1) * seeds])
+    return out
+
+
+def _leduc_os(ctx: Context, game, seeds, horizon) -> dict:
+    solvers = {
+        "parallel OS (ε 0.5)": jaxcfr.outcome_sampling(OS_EPSILON, alternating=False),
+        "alternating OS (ε 0.5)": jaxcfr.outcome_sampling(OS_EPSILON),
+    }
     return {
-        "Smooth UCT (c 18, d 0.002)": (jaxcfr.smooth_uct(**LEDUC_SMOOTH), 1),
-        "UCT (c 20)": (jaxcfr.uct(**LEDUC_UCT), 1),
-        "parallel OS (ε 0.5)": (jaxcfr.outcome_sampling(OS_EPSILON, alternating=False), 2),
-        "alternating OS (ε 0.5)": (jaxcfr.outcome_sampling(OS_EPSILON), 2),
+        label: curves(
+            solver,
+            game,
+            10**4,
+            horizon,
+            seeds,
+            per_update=2,
+            key=ctx.key,
+            ckpt=_leduc_dir(ctx) / f"os_{i}.npz",
+        )
+        for i, (label, solver) in enumerate(solvers.items())
     }
 
 
-def _rate_lines(label, res, paper=None):
+def _rate(res):
+    """Fitted slope over the last decade and its extrapolation to 5e8 episodes."""
     ep, nc = res["episodes"], res["nash_conv"]
     rate = convergence_rate(ep, nc / 2, decades=1.0)
-    m = np.exp(np.log(nc / 2).mean(0))  # geometric mean over runs (the fit's mean of logs)
-    pred = None
-    if rate is not None:
-        idx = ep >= ep[-1] / 10
-        a = np.mean(np.log10(m[idx]) - rate.slope * np.log10(ep[idx]))
-        pred = 10 ** (a + rate.slope * np.log10(5e8))
-    return rate, pred
+    if rate is None:
+        return None, None
+    idx = ep >= ep[-1] / 10
+    logm = np.log10(np.maximum(nc / 2, 1e-12)).mean(0)  # the fit's mean of logs
+    a = np.mean(logm[idx] - rate.slope * np.log10(ep[idx]))
+    return rate, 10 ** (a + rate.slope * np.log10(5e8))
+
+
+def _horizon_table(out) -> list[str]:
+    lines = ["| episodes | " + " | ".join(out) + " |", "|---" * (1 + len(out)) + "|"]
+    eps = next(iter(out.values()))["episodes"]
+    for j, e in enumerate(eps):
+        if np.log10(e) % 1 != 0 and e != eps[-1]:
+            continue
+        cells = [
+            f"{_ci(v['nash_conv'][:, j] / 2)} ({_ci(v['nash_conv'][:, j])})" for v in out.values()
+        ]
+        lines.append(f"| {e:,} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _seconds(out) -> float:
+    return sum({id(v["seconds"]): v["seconds"] for v in out.values()}.values())
 
 
 def leduc_fig33(ctx: Context) -> str:
     game = gt.load("leduc_poker")
     seeds = 3 if ctx.quick else 5
     horizon = 10**6 if ctx.quick else _cap(10**8)
-    ckdir = ctx.out / "checkpoints"
-    ckdir.mkdir(exist_ok=True)
-    out = {}
-    for i, (label, (solver, per)) in enumerate(_leduc_solvers().items()):
-        out[label] = curves(
-            solver,
-            game,
-            10**4,
-            horizon,
-            seeds,
-            per_update=per,
-            key=ctx.key,
-            ckpt=ckdir / f"leduc_{i}.npz",
-        )
+    mcts = _leduc_mcts(ctx, game, seeds, horizon)
+    out = {k: v for k, v in mcts.items() if "γ = 0" not in k}
+    out.update(_leduc_os(ctx, game, seeds, horizon))
     plot_exploitability(
         [Series(k, v["episodes"], v["nash_conv"] / 2, True) for k, v in out.items()],
         ctx.out / "leduc_fig33.png",
         xlabel="episodes",
         title=f"Leduc poker, {seeds} runs each (median, IQR band)",
     )
-    paper = {"Smooth UCT (c 18, d 0.002)": 0.0223, "alternating OS (ε 0.5)": 0.0065}
+    paper = {"Smooth UCT (c 18, d 0.002)": "0.0223", "alternating OS (ε 0.5)": "0.0065"}
+    eps = next(iter(out.values()))["episodes"]
     lines = [
         f"Leduc poker (OpenSpiel's, 936 infosets: suits distinguished), {seeds} runs per "
-        f"algorithm (key {ctx.key}), {horizon:,} episodes each (OS: 2 episodes per "
-        "iteration). Paper horizon 5e8. Plot: `leduc_fig33.png` (NashConv / 2).",
+        f"algorithm (key {ctx.key}), {eps[-1]:,} episodes each (OS: 2 episodes per "
+        "iteration; UCT run as `smooth_uct(c=20, gamma=1)`, identical to `uct(c=20)`). "
+        "Paper horizon 5e8. Plot: `leduc_fig33.png` (NashConv / 2).",
         "",
-        "Exploitability at each horizon (mean ± 95% CI over runs), as NashConv / 2 and NashConv:",
+        "Exploitability at each horizon, NashConv / 2 (NashConv), mean ± 95% CI over runs:",
         "",
-        "| episodes | " + " | ".join(out) + " |",
-        "|---" * (1 + len(out)) + "|",
-    ]
-    eps = next(iter(out.values()))["episodes"]
-    for j, e in enumerate(eps):
-        if np.log10(e) % 1 != 0 and e != eps[-1]:
-            continue
-        lines.append(
-            f"| {e:,} | "
-            + " | ".join(
-                f"{_ci(v['nash_conv'][:, j] / 2)} ({_ci(v['nash_conv'][:, j])})"
-                for v in out.values()
-            )
-            + " |"
-        )
-    lines += [
+        *_horizon_table(out),
         "",
-        "Fitted rate (slope of log10 NashConv/2 vs log10 episodes over the last decade, "
+        "Fitted rate (slope of mean log10 NashConv/2 vs log10 episodes over the last decade, "
         "bootstrap 95% CI over runs) and its extrapolation to the paper's 5e8 episodes:",
         "",
         "| algorithm | slope (95% CI) | predicted NashConv/2 at 5e8 | predicted NashConv at "
@@ -303,62 +370,51 @@ def leduc_fig33(ctx: Context) -> str:
         "|---|---|---|---|---|",
     ]
     for label, res in out.items():
-        rate, pred = _rate_lines(label, res)
-        p = paper.get(label, "diverges" if label.startswith("UCT") else "-")
+        rate, pred = _rate(res)
         if rate is None:
             continue
+        p = paper.get(label, "diverges" if label.startswith("UCT") else "-")
         lines.append(
             f"| {label} | {rate.slope:.3f} ({rate.ci_low:.3f}, {rate.ci_high:.3f}) | "
             f"{_fmt(pred)} | {_fmt(2 * pred)} | {p} |"
         )
     lines += [
         "",
-        f"Run time of this call: {sum(v['seconds'] for v in out.values()):.0f} s "
-        "(0 s for segments loaded from checkpoints).",
+        f"Run time of this call: {_seconds(out):.0f} s (segments loaded from the "
+        f"checkpoints in `{_leduc_dir(ctx)}` cost nothing).",
     ]
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- Fig. 3.4, long run
 def leduc_fig34(ctx: Context) -> str:
     game = gt.load("leduc_poker")
-    seeds = 3
+    seeds = 3 if ctx.quick else 5
     horizon = 10**6 if ctx.quick else _cap(10**9)
-    ckdir = ctx.out / "checkpoints"
-    ckdir.mkdir(exist_ok=True)
-    out = {}
-    for gamma in (0.1, 0.0):
-        solver = jaxcfr.smooth_uct(**{**LEDUC_SMOOTH, "gamma": gamma})
-        out[f"Smooth UCT γ = {gamma}"] = curves(
-            solver, game, 10**4, horizon, seeds, key=ctx.key, ckpt=ckdir / f"gamma_{gamma}.npz"
-        )
+    mcts = _leduc_mcts(ctx, game, seeds, horizon)
+    out = {k: v for k, v in mcts.items() if "Smooth" in k}
     plot_exploitability(
         [Series(k, v["episodes"], v["nash_conv"] / 2, True) for k, v in out.items()],
         ctx.out / "leduc_fig34.png",
         xlabel="episodes",
-        title="Leduc poker, Smooth UCT (c 18, d 0.002), 3 runs per γ",
+        title=f"Leduc poker, Smooth UCT (c 18, d 0.002), {seeds} runs per γ",
     )
     eps = next(iter(out.values()))["episodes"]
+    g0 = out["Smooth UCT γ = 0 (c 18, d 0.002)"]["nash_conv"] / 2
+    tail = eps >= eps[-1] / 10
     lines = [
         f"Leduc poker, Smooth UCT c 18, η0 0.9, d 0.002, γ 0.1 vs 0, {seeds} runs each "
-        f"(key {ctx.key}), {eps[-1]:,} episodes (paper: about 1e10). Plot: `leduc_fig34.png`.",
+        f"(paper: 3; key {ctx.key}), {eps[-1]:,} episodes (paper: about 1e10). "
+        "Plot: `leduc_fig34.png`.",
         "",
-        "| episodes | " + " | ".join(f"{k}: NashConv/2 per run" for k in out) + " |",
-        "|---" * (1 + len(out)) + "|",
-    ]
-    for j, e in enumerate(eps):
-        if np.log10(e) % 1 != 0 and e != eps[-1]:
-            continue
-        lines.append(
-            f"| {e:,} | "
-            + " | ".join(", ".join(_fmt(x / 2) for x in v["nash_conv"][:, j]) for v in out.values())
-            + " |"
-        )
-    lines += [
+        "Exploitability, NashConv / 2 (NashConv), mean ± 95% CI over runs:",
         "",
-        "Paper: γ = 0 plateaus at about 0.017; γ = 0.1 keeps improving slowly. At our "
-        "horizon the plateau regime is not reached unless the table shows γ = 0 flattening.",
-        f"Run time of this call: {sum(v['seconds'] for v in out.values()):.0f} s.",
+        *_horizon_table(out),
+        "",
+        "Paper: γ = 0 stabilises at an exploitability of about 0.017 (convention unknown); "
+        f"γ = 0.1 keeps improving slowly. Ours: γ = 0's mean NashConv/2 over the last decade "
+        f"went from {_fmt(g0[:, tail].mean(0)[0])} to {_fmt(g0[:, -1].mean())}; the plateau "
+        "regime needs the paper's horizon.",
+        f"Run time of this call: {_seconds(out):.0f} s.",
     ]
     return "\n".join(lines)
 
