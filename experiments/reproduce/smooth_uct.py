@@ -221,8 +221,8 @@ def kuhn_fig32(ctx: Context) -> str:
     )
     lines = [
         f"Kuhn poker, {seeds} runs per algorithm (seeds 0..{seeds - 1} of key {ctx.key}), "
-        f"{res['episodes'][-1]:,} episodes each (UCT run as `smooth_uct(c=2, gamma=1)`, identical to "
-        "`uct(c=2)`); MSE of the average policy N(u,a)/N(u) to the closest "
+        f"{res['episodes'][-1]:,} episodes each (UCT run as `smooth_uct(c=2, gamma=1)`, "
+        "identical to `uct(c=2)`); MSE of the average policy N(u,a)/N(u) to the closest "
         "equilibrium of Kuhn's one-parameter family (minimised over alpha in closed form, "
         "`experiments/kuhn_equilibria.py`), mean ± 95% CI over runs. Plot: "
         "`kuhn_fig32_mse.png`.",
