@@ -315,8 +315,8 @@ def test_seed_result_independent_of_batch_size(factory):
 
 
 def test_vmap_equals_single_runs_and_policy_shape():
-    game = gt.load("leduc_poker")
-    init, update = jaxcfr.smooth_uct(c=18.0, d=0.002)
+    game = gt.load("kuhn_poker")
+    init, update = jaxcfr.smooth_uct()
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
     batched = jax.jit(jax.vmap(update, in_axes=(None, 0, 0)))(
         game, jax.vmap(lambda k: init(game))(keys), keys

@@ -484,8 +484,8 @@ def _best(values, grid):
 
 def sweeps(ctx: Context) -> str:
     kuhn, leduc = gt.load("kuhn_poker"), gt.load("leduc_poker")
-    k_h = 10**5 if ctx.quick else 10**7
-    l_h = 10**5 if ctx.quick else 10**7
+    k_h = 10**5 if ctx.quick else _cap(10**7)
+    l_h = 10**5 if ctx.quick else _cap(10**7)
     lines = [
         "Each sweep is one `jaxcfr.run` with a vmapped hyper-parameter grid (`hparams=`): "
         "every setting × seed is one run of the same compiled batch (UCT is `smooth_uct` "
