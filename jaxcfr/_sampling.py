@@ -1,4 +1,5 @@
-"""Shared pieces of the sampling MCCFR solvers (outcome and external sampling).
+"""Shared pieces of the sampling solvers (outcome and external sampling MCCFR, and the
+MCTS self-play solvers of ``jaxcfr.mcts``, which walk trajectories with :func:`walk`).
 
 Both walk the compiled history tree (``games_tensor._game``: breadth-first level
 layout, ``node_children[h, k]`` the child by action ``k`` or the ``k``-th chance
