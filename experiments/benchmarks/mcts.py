@@ -36,14 +36,12 @@ def solvers(game_name):
     }
 
 
-def table(game_name, batches, seconds, repeats):
+def table(game_name, batches, updates, repeats):
     game = gt.load(game_name)
     cases = []
     for name, (solver, per_update) in solvers(game_name).items():
         for b in batches:
-            probe = _Case(game, solver, b, 8)
-            probe.time_once()
-            length = max(8, int(seconds * probe.rate / b))
+            length = max(8, updates // b)  # fixed work per call (no noisy probe)
             case = _Case(game, solver, b, length)
             cases.append((name, per_update, case))
             print(f"{game_name} {name} B={b}: compile {case.compile_s:.2f} s, {length}/call")
@@ -72,12 +70,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 64, 1024])
-    parser.add_argument("--seconds", type=float, default=1.0, help="target seconds per call")
+    parser.add_argument(
+        "--updates", type=int, default=2**16, help="updates per call, all runs together"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     rows = []
     for g in args.games:
-        rows += table(g, args.batches, args.seconds, args.repeats)
+        rows += table(g, args.batches, args.updates, args.repeats)
     print(
         f"\n{jax.devices()[0].platform}, {jax.device_count()} device(s), float32; best of "
         f"{args.repeats} interleaved timings; episodes = MCTS updates = OS trajectories "
