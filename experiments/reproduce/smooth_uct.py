@@ -43,6 +43,13 @@ def _cap(horizon: int) -> int:
     return min(horizon, int(float(cap))) if cap else horizon
 
 
+def _cap_note(ctx: Context) -> str:
+    cap = os.environ.get("SMOOTH_UCT_MAX_EPISODES")
+    if not cap or ctx.quick:
+        return ""
+    return f"\n\nHorizon capped with `SMOOTH_UCT_MAX_EPISODES={cap}` (full mode otherwise)."
+
+
 def _checkpoints(start: int, horizon: int) -> list[tuple[int, int]]:
     """Decade segments ``(episodes at the segment's end, evaluation spacing)``: every
     ``10^k`` episodes from ``10^k`` to ``10^(k+1)`` (9 evaluations per decade, one compile
@@ -256,7 +263,7 @@ def kuhn_fig32(ctx: Context) -> str:
         "after that).",
         f"Run time of this call: {res['seconds']:.0f} s (checkpointed segments cost nothing).",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + _cap_note(ctx)
 
 
 # ---------------------------------------------------------------- Fig. 3.3 / 3.4, Leduc
@@ -399,7 +406,7 @@ def leduc_fig33(ctx: Context) -> str:
         f"Run time of this call: {_seconds(out):.0f} s (segments loaded from the "
         f"checkpoints in `{_leduc_dir(ctx)}` cost nothing).",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + _cap_note(ctx)
 
 
 def leduc_fig34(ctx: Context) -> str:
@@ -439,7 +446,7 @@ def leduc_fig34(ctx: Context) -> str:
         f"{eps[-1]:,} episodes: {'yes' if np.array_equal(g0, g1) else 'no'}.",
         f"Run time of this call: {_seconds(out):.0f} s.",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + _cap_note(ctx)
 
 
 # ---------------------------------------------------------------- calibration sweeps
@@ -553,7 +560,7 @@ def sweeps(ctx: Context) -> str:
         "At these budgets (far below the paper's) the best constants are those that learn "
         "fastest early; the paper's calibration ran 1e7 (Kuhn) and 5e8 (Leduc) episodes.",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + _cap_note(ctx)
 
 
 TARGETS = [
