@@ -23,6 +23,8 @@ KNOWN = (
     "pcfr_plus",
     "outcome_sampling",
     "external_sampling",
+    "uct",
+    "smooth_uct",
 )
 
 

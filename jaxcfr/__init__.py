@@ -13,6 +13,7 @@ Solvers (factories returning a Solver that unpacks as (init, update))::
 
     jaxcfr.cfr(), cfr_plus(), linear_cfr(), dcfr(), pcfr_plus()      # full width
     jaxcfr.outcome_sampling(epsilon=0.6), external_sampling()        # sampling (key)
+    jaxcfr.uct(c=2.0), smooth_uct(c=1.75, gamma=0.1, eta0=0.9, d=0.001)  # MCTS self-play (key)
     jaxcfr.run(solver, game, num_iterations, eval_every, num_seeds=...)
 
 Search bots and matches (jaxcfr.search)::
@@ -37,6 +38,7 @@ from jaxcfr._lp import LPSolution, solve_lp
 from jaxcfr._outcome_sampling import outcome_sampling
 from jaxcfr._runner import RunResult, run
 from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
+from jaxcfr.mcts import MCTSState, smooth_uct, uct
 from jaxcfr.search import Bot, View, ismcts, oos, play, random_bot, root_view, view_of
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "CFRState",
     "CounterfactualValues",
     "LPSolution",
+    "MCTSState",
     "RunResult",
     "Solver",
     "View",
@@ -70,7 +73,9 @@ __all__ = [
     "regret_matching",
     "root_view",
     "run",
+    "smooth_uct",
     "solve_lp",
+    "uct",
     "validate_policy",
     "view_of",
 ]

@@ -1,4 +1,5 @@
-"""Shared pieces of the sampling MCCFR solvers (outcome and external sampling).
+"""Shared pieces of the sampling solvers (outcome and external sampling MCCFR, and the
+MCTS self-play solvers of ``jaxcfr.mcts``, which walk trajectories with :func:`walk`).
 
 Both walk the compiled history tree (``games_tensor._game``: breadth-first level
 layout, ``node_children[h, k]`` the child by action ``k`` or the ``k``-th chance
@@ -199,8 +200,9 @@ def read_nodes(
     """Gather node data and the current policy (regret matching on ``regrets``) at ``h``.
 
     ``width``: child slots to keep (default K; a level's :class:`LevelKinds` width).
-    ``policy=False`` skips the regret gather (levels without player nodes): ``sigma``
-    is then zeros.
+    ``policy=False`` skips the regret gather (levels without player nodes, or
+    solvers whose statistics are not regrets, where ``regrets`` may be None):
+    ``sigma`` is then zeros.
     """
     K = game.meta.max_children
     W = K if width is None else width
@@ -243,6 +245,42 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
         h = jnp.where(v.code == TERMINAL, h, select(v.children, k))
     utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
     return records, carry, utility
+
+
+class WalkStep(NamedTuple):
+    """One step of :func:`sample_walk`: what the depth can hold (static), the node read,
+    the sampled child slot ``k`` (int32) and what ``choose`` kept for after the walk."""
+
+    kinds: LevelKinds
+    view: NodeView
+    k: jax.Array
+    aux: object
+
+
+def sample_walk(game: Game, tables: NodeTables, u: jax.Array, choose, carry=None, regrets=None):
+    """:func:`walk` where every depth draws its child from a distribution.
+
+    Args:
+      tables: the packed tree (:func:`node_tables`).
+      u: [D] uniforms, one per depth.
+      choose: ``choose(d, kinds, view, carry) -> (probs [W], carry, aux)``: the
+        unnormalized distribution over the level's ``W = kinds.width`` slots (at
+        chance nodes the caller passes ``view.row`` through), the carry to the next
+        depth and anything to keep for after the walk.
+      carry: initial carry of ``choose`` (e.g. per-player flags).
+      regrets: [I, A] when ``choose`` wants ``view.sigma`` at player depths.
+
+    Returns:
+      (steps, utility, carry): D :class:`WalkStep`, the terminal's u_0 and the last carry.
+    """
+
+    def step(d, kinds, v, carry):
+        probs, carry, aux = choose(d, kinds, v, carry)
+        k = sample_index(probs, u[d])
+        return k, carry, WalkStep(kinds, v, k, aux)
+
+    steps, carry, utility = walk(game, tables, step, carry, regrets)
+    return steps, utility, carry
 
 
 def select(x: jax.Array, k: jax.Array) -> jax.Array:
