@@ -394,14 +394,16 @@ def regret_pruning(
                 & (b["R"] < over_actions(r_max, shape))
                 & (-b["R"] >= (k - 1) * growth)
             )
-            start = start & ~over_actions(_below(game, p, start), shape)
-            flush = ended | (pr & over_actions(_below(game, p, start), shape))
+            below_start = _below(game, p, start)  # = below the top-most starts
+            start = start & ~over_actions(below_start, shape)
+            flush = ended | (pr & over_actions(below_start, shape))
             need = jnp.any(flush) | jnp.any(start)
 
             def settle(b):
                 b = dict(b)
                 made = sf.bottom_up(game, _own_table(game, p, b["win"]), p, policy, sf.combine_max)
-                below_f = _below(game, p, flush)
+                flush_tab = _free_table(game, p, flush, dtype)
+                below_f = sf.own_reach(game, flush_tab, p) == 0
                 below_fa = over_actions(below_f, shape) & mask
                 inc_top = made.action_values - b["winv"]
                 inc_sub = made.action_values - over_actions(made.infoset_values, shape)
@@ -416,14 +418,16 @@ def regret_pruning(
                 b["bound"] = jnp.where(
                     start, b["R"] + over_actions(b["V"], shape), b["bound"]
                 ).astype(dtype)
-                n = _count(_gather(_free_table(game, p, flush, dtype), tab.hist_slot[p]) == 0)
+                n = jnp.zeros((), jnp.int32)
+                if count_nodes:
+                    n = _count(_gather(flush_tab, tab.hist_slot[p]) == 0)
                 return b, n
 
             def skip(b):
                 return dict(b), jnp.zeros((), jnp.int32)
 
             b, extra = jax.lax.cond(need, settle, skip, b)
-            return b, nodes + (extra if count_nodes else 0)
+            return b, nodes + extra
 
         # ---- Total RBP: check (5), end (9), reset (7)/(8), discard averages
         need = check | jnp.any(ended)
@@ -445,29 +449,30 @@ def regret_pruning(
                 R = jnp.where(ended | below_end_a, jnp.maximum(R, 0.0), R)
             V = jnp.where(below_end, tf * cb.infoset_values, b["V"])
             region = ended | below_end_a
+            # pruned branches are disjoint, so none lies inside an ended one
             pr2 = b["pruned"] & ~region
             disc = b["discarded"] & ~region
-            live2 = over_actions(~_below(game, p, pr2), shape)
-            cand = mask & live2 & ~pr2 & (R <= 0) & (check | region)
+            live2 = live | below_end
+            cand = mask & over_actions(live2, shape) & ~pr2 & (R <= 0) & (check | region)
             slack = over_actions(V, shape) - tf * cbv_a
             start = cand & (slack > 0) & (cbv_a < cbv_i) & (slack >= (k - 1) * growth)
-            start = start & ~over_actions(_below(game, p, start), shape)
-            below_start = over_actions(_below(game, p, start), shape)
-            pr2 = (pr2 & ~below_start) | start
+            below_start = _below(game, p, start)  # = below the top-most starts
+            below_start_a = over_actions(below_start, shape)
+            start = start & ~below_start_a
+            pr2 = (pr2 & ~below_start_a) | start
             b["bound"] = jnp.where(start, tf * cbv_a, b["bound"]).astype(dtype)
-            b["R"] = jnp.where(below_start, 0.0, R).astype(dtype)
-            b["V"] = jnp.where(_below(game, p, start), 0.0, V).astype(dtype)
+            b["R"] = jnp.where(below_start_a, 0.0, R).astype(dtype)
+            b["V"] = jnp.where(below_start, 0.0, V).astype(dtype)
             b["pruned"] = pr2
             # discard average sums of pruned branches rare in the average
-            live3 = over_actions(~_below(game, p, pr2), shape)
+            live3 = over_actions(live2 & ~below_start, shape)
             avg_plan = _average_plan(game, p, b["S"])
             cut = pr2 & live3 & ~disc & (avg_plan <= threshold / jnp.sqrt(tf))
-            cut_region = cut | (over_actions(_below(game, p, cut), shape) & mask)
-            b["S"] = jnp.where(cut_region, 0.0, b["S"]).astype(dtype)
             disc = disc | cut
+            gone = disc | over_actions(_below(game, p, disc), shape)
+            b["S"] = jnp.where(gone, 0.0, b["S"]).astype(dtype)
             b["discarded"] = disc
-            kept = ~(disc | over_actions(_below(game, p, disc), shape))
-            b["stored"] = _count(mask & live3) + _count(mask & kept)
+            b["stored"] = _count(mask & live3) + _count(mask & ~gone)
             n = jnp.zeros((), jnp.int32)
             if count_nodes:
                 marked = ended | cand
