@@ -14,8 +14,10 @@ Solvers (factories returning a Solver that unpacks as (init, update))::
     jaxcfr.cfr(), cfr_plus(), linear_cfr(), dcfr(), pcfr_plus()      # full width
     jaxcfr.outcome_sampling(epsilon=0.6), external_sampling()        # sampling (key)
     jaxcfr.run(solver, game, num_iterations, eval_every, num_seeds=...)
+    jaxcfr.cfr(pruning="total", threshold=0.1)    # regret-based pruning (jaxcfr.pruning)
 """
 
+from jaxcfr import pruning  # regret-based pruning (subpackage)
 from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
 from jaxcfr._evaluation import (
     CounterfactualValues,
@@ -55,6 +57,7 @@ __all__ = [
     "nash_conv",
     "outcome_sampling",
     "pcfr_plus",
+    "pruning",
     "regret_matching",
     "run",
     "solve_lp",
