@@ -112,7 +112,7 @@ def main(argv=None):
     if args.child:
         res = child(args.child, iterations, args.chunk, args.check_every, args.threshold, args.game)
         print(json.dumps(res))
-        return res
+        return 0
     results = {}
     for name in args.configs.split(","):
         cmd = [
@@ -155,7 +155,7 @@ def main(argv=None):
                 f"{c['space']:.3f} | {c['nodes_last']} | {c['state_bytes'] / 2**20:.1f} | "
                 f"{c['peak_rss_mb']:.0f} | {c['peak_rss_mb'] / r['peak_rss_mb']:.2f} |"
             )
-    return results
+    return 0
 
 
 if __name__ == "__main__":

@@ -289,12 +289,9 @@ def regret_pruning(
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> PrunedState:
         """Zero regrets (or uniform in [0, scale) from ``key``), nothing pruned."""
-        shape = (game.num_infosets, game.num_actions)
-        dtype = game.sf_payoff.dtype
-        regrets = jnp.zeros(shape, dtype)
-        if key is not None and scale > 0:
-            regrets = jnp.where(game.legal_mask, jax.random.uniform(key, shape, dtype) * scale, 0.0)
-        zeros = jnp.zeros(shape, dtype)
+        cfr_state = base.init(game, key, scale=scale)  # the base's regrets and zeros
+        regrets, zeros = cfr_state.regrets, cfr_state.strategy_sum
+        shape, dtype = regrets.shape, regrets.dtype
         false = jnp.zeros(shape, bool)
         legal = [jnp.sum(sf.legal_block(game, p), dtype=jnp.int32) * 2 for p in (0, 1)]
         z = jnp.zeros((), jnp.int32)
