@@ -263,3 +263,28 @@ def test_tables_upper_lower_by_hand():
     assert tab.upper[0][:, deep].tolist() == [-2.0, -2.0]
     assert tab.lower[0][root] == -3.0 and tab.lower[0][deep] == -3.0
     assert tab.lower[1][ids["p2"] - n0] == -1.0  # P2's payoffs are 1, -1, 2, 3
+
+
+def test_compacted_payoff_list_gives_the_same_iterates(x64):
+    """Total RBP between checks on the re-compacted game (live payoff entries only) gives
+    the iterates of the full game (up to summation order), with fewer payoff entries."""
+    game = gt.load("leduc_poker", suits=False)
+    k = 5
+    solver = jaxcfr.cfr(pruning="total", threshold=0.05, check_every=k)
+    step = jax.jit(solver.update)
+    full = compacted = solver.init(game)
+    sizes = []
+    for _ in range(8):
+        for _ in range(k):
+            full = step(game, full)
+        small = pruning.compact_game(game, compacted.pruned)  # padded: one shape
+        sizes.append(int(pruning.live_payoff_entries(game, compacted.pruned).sum()))
+        for _ in range(k - 1):
+            compacted = step(small, compacted)
+        compacted = step(game, compacted)  # the check, on the full game
+    for name in ("regrets", "strategy_sum", "values_sum", "bound"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(compacted, name)), np.asarray(getattr(full, name)), atol=1e-9
+        )
+    assert np.array_equal(np.asarray(compacted.pruned), np.asarray(full.pruned))
+    assert sizes[0] == game.meta.num_sf_terminals and sizes[-1] < sizes[0]

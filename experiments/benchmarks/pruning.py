@@ -26,6 +26,8 @@ CONFIGS = {
     "cfr+total": ("cfr", "total"),
     "cfr_plus": ("cfr_plus", None),
     "cfr_plus+total": ("cfr_plus", "total"),
+    "cfr+total+compact": ("cfr", "total"),
+    "cfr_plus+total+compact": ("cfr_plus", "total"),
 }
 
 
@@ -59,6 +61,32 @@ def child(
             0
         ]
     )
+    compact = name.endswith("+compact")
+    if compact:  # k - 1 iterations on the re-compacted game, the check on the full one
+        if chunk % check_every:
+            raise ValueError("--chunk must be a multiple of --check-every with +compact")
+        one = jax.jit(solver.update)
+        stretch = jax.jit(
+            lambda g, s: jax.lax.scan(
+                lambda c, _: (solver.update(g, c), None), s, None, length=check_every - 1
+            )[0]
+        )
+        cache = {"key": None, "game": None, "sizes": []}
+
+        def fn(g, s):  # noqa: F811  (one chunk of the compacted schedule)
+            for _ in range(chunk // check_every):
+                key = np.asarray(s.pruned).tobytes()
+                if key != cache["key"]:
+                    cache["key"], cache["game"] = key, pruning.compact_game(g, s.pruned)
+                    cache["sizes"].append(cache["game"].meta.num_sf_terminals)
+                before = np.asarray(s.pruned)
+                s = stretch(cache["game"], s)
+                if not np.array_equal(before, np.asarray(s.pruned)):
+                    cache.setdefault("unexpected", 0)
+                    cache["unexpected"] = cache.get("unexpected", 0) + 1
+                s = one(g, s)
+            return s
+
     state = solver.init(game)
     t0 = time.perf_counter()
     state = jax.block_until_ready(fn(game, state))
@@ -89,6 +117,9 @@ def child(
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             }
         )
+        if compact:
+            out["checkpoints"][-1]["live_entries"] = cache["game"].meta.num_sf_terminals
+            out["checkpoints"][-1]["changed_between_checks"] = cache.get("unexpected", 0)
         print(json.dumps(out["checkpoints"][-1]), file=sys.stderr, flush=True)
         last_t, last_it = time.perf_counter(), done
     return out
@@ -147,6 +178,13 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, res in results.items():
         ref = results.get(CONFIGS[name][0])
+        for c in res["checkpoints"]:
+            if "live_entries" in c:
+                print(
+                    f"  {name} at {c['iterations']}: compacted payoff list "
+                    f"{c['live_entries']} entries (padded), pruned set changed between "
+                    f"checks {c['changed_between_checks']} times"
+                )
         for i, c in enumerate(res["checkpoints"]):
             r = ref["checkpoints"][i] if ref else c
             print(

@@ -9,6 +9,7 @@
 See ``jaxcfr/pruning/_solver.py`` for the rules and docs/pruning.md for measurements.
 """
 
+from jaxcfr.pruning._compact import compact_game, live_payoff_entries
 from jaxcfr.pruning._solver import (
     MODES,
     PrunedState,
@@ -23,6 +24,8 @@ __all__ = [
     "MODES",
     "PrunedState",
     "PruningTables",
+    "compact_game",
+    "live_payoff_entries",
     "nodes_touched",
     "regret_pruning",
     "space_fraction",

@@ -57,8 +57,9 @@ def _host_node_infoset(game: Game) -> np.ndarray:
 
 
 def tables(game: Game) -> PruningTables:
-    """The pruning tables of ``game`` (cached by ``game.meta``)."""
-    key = game.meta
+    """The pruning tables of ``game`` (cached by its tree's identity)."""
+    m = game.meta  # the tree only: a compacted payoff list (_compact) shares the tables
+    key = (m.name, m.params, m.fingerprint, m.num_histories, m.num_infosets, m.num_actions)
     if key not in _CACHE:
         _CACHE[key] = _build(game)
     return _CACHE[key]
