@@ -52,7 +52,8 @@ regrets plus average sums (Total only frees entries): regrets of infosets outsid
 branches, average sums outside discarded branches, as a fraction of 2 x legal pairs.
 
 This is the *dense* implementation: the kernel still runs over every entry (pruned
-ones are masked), so iterations per second do not rise; see docs/pruning.md.
+ones are masked), so iterations per second do not rise; :func:`compact_game` cuts the
+payoff list to the live branches between Total RBP checks; see docs/pruning.md.
 Shapes: every table ``[I, A]``, ``values_sum`` ``[I]``, counters int32 scalars.
 """
 
