@@ -64,18 +64,19 @@ _STEPS = {}
 
 
 def _iterate(solver, game, n, state=None):
+    """``n`` iterations, one jitted update per solver (compiled once per solver)."""
     state = solver.init(game) if state is None else state
-    key = (solver, game.meta, n)
-    if key not in _STEPS:
-        _STEPS[key] = jax.jit(
-            lambda g, s: jax.lax.scan(lambda c, _: (solver.update(g, c), None), s, None, length=n)[
-                0
-            ]
-        )
-    return _STEPS[key](game, state)
+    if solver not in _STEPS:
+        _STEPS[solver] = jax.jit(solver.update)
+    for _ in range(n):
+        state = _STEPS[solver](game, state)
+    return state
 
 
-@pytest.mark.parametrize("base", ["cfr", "cfr_plus", "pcfr_plus"])
+@pytest.mark.parametrize(
+    "base",
+    ["cfr", pytest.param("cfr_plus", marks=pytest.mark.slow), "pcfr_plus"],
+)
 def test_partial_pruning_is_bit_identical(base):
     """Partial pruning only skips zero-reach work: regrets and sums equal bit for bit."""
     game = gt.load("leduc_poker", suits=False)
@@ -190,7 +191,7 @@ def test_reset_7_8_by_hand(plus):
     [
         ("cfr", "total"),
         ("cfr_plus", "total"),
-        ("cfr", "interval"),
+        pytest.param("cfr", "interval", marks=pytest.mark.slow),
         pytest.param("cfr_plus", "interval", marks=pytest.mark.slow),
     ],
 )
@@ -265,6 +266,7 @@ def test_tables_upper_lower_by_hand():
     assert tab.lower[1][ids["p2"] - n0] == -1.0  # P2's payoffs are 1, -1, 2, 3
 
 
+@pytest.mark.slow
 def test_compacted_payoff_list_gives_the_same_iterates(x64):
     """Total RBP between checks on the re-compacted game (live payoff entries only) gives
     the iterates of the full game (up to summation order), with fewer payoff entries."""
