@@ -373,6 +373,7 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     host = {
         "node_player": node_player.astype(np.int32),
         "node_children": node_children,
+        "node_infoset": node_infoset,  # host copy for static index tables (jaxcfr.pruning)
         "node_depth": node_depth.astype(np.int32),
         "legal_mask": legal_mask,
         "abstract_legal_mask": abstract_legal,

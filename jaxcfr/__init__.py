@@ -20,8 +20,13 @@ Search bots and matches (jaxcfr.search)::
 
     jaxcfr.oos(targeting="ist"), ismcts(selection="uct"), random_bot()
     jaxcfr.play(game, bot_p1, bot_p2, num_matches, iterations_per_move, key)
+
+Regret-based pruning (jaxcfr.pruning)::
+
+    jaxcfr.cfr(pruning="total", threshold=0.1)
 """
 
+from jaxcfr import pruning  # regret-based pruning (subpackage)
 from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
 from jaxcfr._evaluation import (
     CounterfactualValues,
@@ -70,6 +75,8 @@ __all__ = [
     "pcfr_plus",
     "play",
     "random_bot",
+
+    "pruning",
     "regret_matching",
     "root_view",
     "run",

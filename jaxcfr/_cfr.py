@@ -187,12 +187,20 @@ def make_cfr_solver(
     )
 
 
-def cfr(alternating: bool = True) -> Solver:
+def cfr(
+    alternating: bool = True,
+    pruning: str | None = None,
+    threshold: float = 0.05,
+    check_every: int = 10,
+) -> Solver:
     """Vanilla CFR (Zinkevich et al. 2007): regret matching, uniform averaging.
 
     Args:
       alternating: update P1 then P2 each iteration (OpenSpiel's default); False
         updates both players from the same profile (simultaneous updates).
+      pruning: None, or regret-based pruning ``"partial"``, ``"interval"``, ``"total"``
+        (or ``"none"``: counting only), with Total RBP's average threshold C
+        ``threshold`` and ``check_every``; see :func:`jaxcfr.pruning.regret_pruning`.
     Returns:
       A :class:`Solver`; ``init(game) -> CFRState``, ``update(game, state) -> CFRState``.
 
@@ -204,17 +212,35 @@ def cfr(alternating: bool = True) -> Solver:
             state = jax.jit(update)(game, state)
         jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
     """
-    return make_cfr_solver(
+    solver = make_cfr_solver(
         "cfr", regret_sum, weight_power(0), alternating=alternating, builtin=True
     )
+    return _with_pruning(solver, pruning, threshold, check_every)
 
 
-def cfr_plus(alternating: bool = True) -> Solver:
+def cfr_plus(
+    alternating: bool = True,
+    pruning: str | None = None,
+    threshold: float = 0.05,
+    check_every: int = 10,
+) -> Solver:
     """CFR+ (Tammelin 2014): regret-matching+ (regrets floored at 0), alternating
-    updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver."""
-    return make_cfr_solver(
+    updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver.
+    ``pruning``, ``threshold``, ``check_every``: regret-based pruning, as in :func:`cfr`."""
+    solver = make_cfr_solver(
         "cfr_plus", regret_plus, weight_power(1), alternating=alternating, builtin=True
     )
+    return _with_pruning(solver, pruning, threshold, check_every)
+
+
+def _with_pruning(solver: Solver, pruning, threshold, check_every) -> Solver:
+    """``solver`` unchanged without ``pruning``; else its regret-pruning variant."""
+    from jaxcfr.pruning import regret_pruning  # the subpackage imports this module
+
+    check_number("threshold", threshold, 0.0)
+    if pruning is None:
+        return solver
+    return regret_pruning(solver, pruning, threshold=threshold, check_every=check_every)
 
 
 def linear_cfr(alternating: bool = True) -> Solver:

@@ -1,0 +1,200 @@
+"""Benchmark Total RBP against unpruned CFR / CFR+ on Leduc-5: it/s, nodes, space, peak RSS.
+
+``python -m experiments.benchmarks pruning [--iterations 1000,10000] [--check-every 10]``
+
+Each configuration runs in its own child process (one at a time), so its peak resident
+memory (``ru_maxrss``) is its own. At each checkpoint the child reports: iterations per
+second over the last stretch (``lax.scan`` chunks of ``--chunk`` iterations, node
+counting off, evaluation excluded), nodes touched by one more iteration run with
+counting on from a copy of the state (unpruned: 2 H), the counted space fraction, the
+dense state's bytes, and the exploitability of the average. The unpruned reference is
+the plain ``jaxcfr.cfr()`` / ``cfr_plus()`` solver. Ratios are against the unpruned
+solver measured in the same invocation; on a shared machine compare ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+CONFIGS = {
+    "cfr": ("cfr", None),
+    "cfr+total": ("cfr", "total"),
+    "cfr_plus": ("cfr_plus", None),
+    "cfr_plus+total": ("cfr_plus", "total"),
+    "cfr+total+compact": ("cfr", "total"),
+    "cfr_plus+total+compact": ("cfr_plus", "total"),
+}
+
+
+def child(
+    name: str, iterations: list[int], chunk: int, check_every: int, threshold: float, game_name: str
+) -> dict:
+    import jax
+    import numpy as np
+
+    import games_tensor as gt
+    import jaxcfr
+    from jaxcfr import pruning
+
+    base, mode = CONFIGS[name]
+    game = gt.load(game_name)
+    factory = getattr(jaxcfr, base)
+    counter = None
+    if mode is None:
+        solver = factory()
+    else:
+        solver = pruning.regret_pruning(
+            factory(), mode, threshold=threshold, check_every=check_every, count_nodes=False
+        )
+        counter = jax.jit(
+            pruning.regret_pruning(
+                factory(), mode, threshold=threshold, check_every=check_every
+            ).update
+        )
+    fn = jax.jit(
+        lambda g, s: jax.lax.scan(lambda c, _: (solver.update(g, c), None), s, None, length=chunk)[
+            0
+        ]
+    )
+    compact = name.endswith("+compact")
+    if compact:  # k - 1 iterations on the re-compacted game, the check on the full one
+        if chunk % check_every:
+            raise ValueError("--chunk must be a multiple of --check-every with +compact")
+        one = jax.jit(solver.update)
+        stretch = jax.jit(
+            lambda g, s: jax.lax.scan(
+                lambda c, _: (solver.update(g, c), None), s, None, length=check_every - 1
+            )[0]
+        )
+        cache = {"key": None, "game": None, "sizes": []}
+
+        def fn(g, s):  # noqa: F811  (one chunk of the compacted schedule)
+            for _ in range(chunk // check_every):
+                key = np.asarray(s.pruned).tobytes()
+                if key != cache["key"]:
+                    cache["key"], cache["game"] = key, pruning.compact_game(g, s.pruned)
+                    cache["sizes"].append(cache["game"].meta.num_sf_terminals)
+                before = np.asarray(s.pruned)
+                s = stretch(cache["game"], s)
+                if not np.array_equal(before, np.asarray(s.pruned)):
+                    cache.setdefault("unexpected", 0)
+                    cache["unexpected"] = cache.get("unexpected", 0) + 1
+                s = one(g, s)
+            return s
+
+    state = solver.init(game)
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(fn(game, state))
+    compile_s = time.perf_counter() - t0
+    out = {"name": name, "compile_s": compile_s, "checkpoints": []}
+    done, last_t, last_it = chunk, time.perf_counter(), chunk
+    for target in iterations:
+        while done < target:
+            state = jax.block_until_ready(fn(game, state))
+            done += chunk
+        now = time.perf_counter()
+        its = (done - last_it) / (now - last_t) if done > last_it else float("nan")
+        expl = float(jaxcfr.exploitability(game, jaxcfr.average_policy(game, state)))
+        state_bytes = sum(np.asarray(x).nbytes for x in jax.tree.leaves(state))
+        if counter is None:
+            space, nodes = 1.0, 2 * game.meta.num_histories
+        else:  # one counting iteration from a copy of the state (the run is not touched)
+            space = float(pruning.space_fraction(game, state))
+            nodes = int(counter(game, state).nodes_last)
+        out["checkpoints"].append(
+            {
+                "iterations": done,
+                "its_per_s": its,
+                "exploitability": expl,
+                "space": space,
+                "nodes_last": nodes,
+                "state_bytes": state_bytes,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+        if compact:
+            out["checkpoints"][-1]["live_entries"] = cache["game"].meta.num_sf_terminals
+            out["checkpoints"][-1]["changed_between_checks"] = cache.get("unexpected", 0)
+        print(json.dumps(out["checkpoints"][-1]), file=sys.stderr, flush=True)
+        last_t, last_it = time.perf_counter(), done
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--iterations",
+        default="1000,10000",
+        help="checkpoints, comma-separated (the issue asks 1e3, 1e4, 1e5)",
+    )
+    ap.add_argument("--chunk", type=int, default=100)
+    ap.add_argument("--check-every", type=int, default=10)
+    ap.add_argument("--threshold", type=float, default=0.1)
+    ap.add_argument("--game", default="leduc5")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    iterations = [int(x) for x in args.iterations.split(",")]
+    if args.child:
+        res = child(args.child, iterations, args.chunk, args.check_every, args.threshold, args.game)
+        print(json.dumps(res))
+        return 0
+    results = {}
+    for name in args.configs.split(","):
+        cmd = [
+            sys.executable,
+            "-m",
+            "experiments.benchmarks",
+            "pruning",
+            "--child",
+            name,
+            "--iterations",
+            args.iterations,
+            "--chunk",
+            str(args.chunk),
+            "--check-every",
+            str(args.check_every),
+            "--threshold",
+            str(args.threshold),
+            "--game",
+            args.game,
+        ]
+        print(f"running {name} ...", flush=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(
+        f"\n{args.game}: Total RBP (C={args.threshold}, check_every={args.check_every}) "
+        "vs unpruned, dense kernel; ratios pruned / unpruned"
+    )
+    print(
+        "| config | iterations | it/s | it/s ratio | exploitability | space | "
+        "nodes/iter | state MB | peak RSS MB | RSS ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, res in results.items():
+        ref = results.get(CONFIGS[name][0])
+        for c in res["checkpoints"]:
+            if "live_entries" in c:
+                print(
+                    f"  {name} at {c['iterations']}: compacted payoff list "
+                    f"{c['live_entries']} entries (padded), pruned set changed between "
+                    f"checks {c['changed_between_checks']} times"
+                )
+        for i, c in enumerate(res["checkpoints"]):
+            r = ref["checkpoints"][i] if ref else c
+            print(
+                f"| {name} | {c['iterations']} | {c['its_per_s']:.0f} | "
+                f"{c['its_per_s'] / r['its_per_s']:.2f} | {c['exploitability']:.4g} | "
+                f"{c['space']:.3f} | {c['nodes_last']} | {c['state_bytes'] / 2**20:.1f} | "
+                f"{c['peak_rss_mb']:.0f} | {c['peak_rss_mb'] / r['peak_rss_mb']:.2f} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Regret-based pruning in the full-width CFR family (Brown & Sandholm 2015, 2016).
+
+    solver = jaxcfr.cfr(pruning="total", threshold=0.1)       # or cfr_plus(...)
+    solver = jaxcfr.pruning.regret_pruning(jaxcfr.cfr_plus(), "interval")
+    res = jaxcfr.run(solver, game, 10_000, 1_000)
+    jaxcfr.pruning.space_fraction(game, res.state)          # stored entries / unpruned
+    jaxcfr.pruning.nodes_touched(res.state)                 # cumulative history nodes
+
+See ``jaxcfr/pruning/_solver.py`` for the rules and docs/pruning.md for measurements.
+"""
+
+from jaxcfr.pruning._compact import compact_game, live_payoff_entries
+from jaxcfr.pruning._solver import (
+    MODES,
+    PrunedState,
+    nodes_touched,
+    regret_pruning,
+    space_fraction,
+    stored_entries,
+)
+from jaxcfr.pruning._tables import PruningTables, tables
+
+__all__ = [
+    "MODES",
+    "PrunedState",
+    "PruningTables",
+    "compact_game",
+    "live_payoff_entries",
+    "nodes_touched",
+    "regret_pruning",
+    "space_fraction",
+    "stored_entries",
+    "tables",
+]

@@ -1,0 +1,64 @@
+"""Re-compacting the sequence-form payoff list to the live branches (host, Total RBP).
+
+Between two checks of Total RBP (``check_every = k``) the pruned set cannot change: a
+check ends every branch that could fail (9) before the next one and starts branches only
+there. So the k - 1 iterations between checks can run on a copy of the game whose
+payoff list keeps only the terminals whose two sequences are both *live* (no pruned
+sequence of their owner on the path, inclusive): a terminal under the opponent's pruned
+branch contributes x_{-i} = 0, and one under one's own pruned branch feeds only frozen
+infosets (or a pruned action, weighted 0). The iterates are unchanged; the check itself
+(the CBR of a reset branch needs its dropped terminals) runs on the full game.
+
+Only the payoff list shrinks: the infoset levels, the plan passes and the per-history
+tables stay full size (see docs/pruning.md for what a full compaction needs). Interval
+RBP accumulates terminal values of its frozen sequences, so it cannot use this.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from jaxcfr.pruning._solver import _free_table
+
+
+def live_payoff_entries(game: Game, pruned) -> np.ndarray:
+    """``[Zs]`` bool (host): payoff entries whose two sequences are live under ``pruned``
+    (``[I, A]`` bool, a Total RBP state's ``pruned``)."""
+    pruned = jnp.asarray(pruned)
+    tables = [_free_table(game, p, pruned[game.player_slice(p)].T, jnp.float32) for p in (0, 1)]
+    live = np.asarray((tables[0] + tables[1]).reshape(-1)) > 0
+    return live[np.asarray(game.sf_slot0)] & live[np.asarray(game.sf_slot1)]
+
+
+def compact_game(game: Game, pruned, *, min_size: int = 1024) -> Game:
+    """A copy of ``game`` whose payoff list holds only the live entries (see the module
+    docstring), padded with zero-payoff entries to a power of two >= ``min_size`` so
+    that few distinct shapes (compiles) occur; the payoff-block layout is dropped."""
+    keep = live_payoff_entries(game, pruned)
+    n = int(keep.sum())
+    size = max(min_size, 1 << max(n - 1, 0).bit_length())
+
+    def cut(x):
+        x = np.asarray(x)
+        return jnp.asarray(np.concatenate([x[keep], np.zeros(size - n, x.dtype)]))
+
+    meta = dataclasses.replace(game.meta, num_payoff_blocks=0, num_sf_terminals=size)
+    no_i = jnp.zeros((0, 1), jnp.int32)
+    return dataclasses.replace(
+        game,
+        sf_seq0=cut(game.sf_seq0),
+        sf_seq1=cut(game.sf_seq1),
+        sf_payoff=cut(game.sf_payoff),
+        sf_slot0=cut(game.sf_slot0),
+        sf_slot1=cut(game.sf_slot1),
+        block_rows=no_i,
+        block_cols=no_i,
+        block_payoff=jnp.zeros((0, 1, 1), game.sf_payoff.dtype),
+        block_row_slots=no_i,
+        block_col_slots=no_i,
+        meta=meta,
+    )

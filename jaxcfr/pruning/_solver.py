@@ -1,0 +1,561 @@
+"""Regret-based pruning for the full-width CFR family (Brown & Sandholm).
+
+Papers: Brown & Sandholm, "Regret-Based Pruning in Extensive-Form Games" (NIPS 2015,
+Interval RBP) and "Reduced Space and Faster Convergence in Imperfect-Information Games
+via Regret-Based Pruning" (2016, Total RBP); rules and constants in ALGORITHMS.md 2.8.
+Notation: for the update player i at iteration t, v(I, a), v(I) counterfactual values,
+V(I) = sum_t v^{sigma^t}(I), pi_{-i}(I) counterfactual reach, U(I, a) / L(I) the largest /
+smallest payoff of i reachable after a at I / from I, D(I, a) the own infosets below
+(I, a), CBV the counterfactual best-response value to the opponent's average.
+
+* ``"partial"``: skip subtrees with pi_{-i}(h) = 0. Identical arithmetic (those
+  subtrees contribute zeros); only the count of touched nodes changes.
+* ``"interval"`` (NIPS 2015): prune (I, a) at t0 when R(I, a) < 0, keep pruning while
+  B = R^{t0}(I, a) + V^{t0}(I) + sum_{t0 < t <= t1} pi_{-i}(I) U(I, a) <= V^{t1}(I);
+  when it ends, every sequence of the branch gets the regret of the counterfactual best
+  response to the opponent's plans summed over the skipped window, as if played on
+  each skipped iteration: R(I, a) += W(I, a) - sum_window v(I), R(I', a') += W(I', a') -
+  W(I') in D(I, a) (W = the kernel's max pass over the window's terminal values). With
+  CFR+ the regrets follow the paper's modified RM+: negative values are kept but jump to
+  0 as soon as they increase.
+* ``"total"`` (2016): condition (5) t CBV(I, a) < V(I) starts pruning (bound B = t
+  CBV(I, a)); (9) B + sum pi_{-i}(I) U(I, a) <= V(I) keeps it; when it ends, the reset
+  (7) R(I, a) = t CBV(I, a) - V(I) and (8) R(I', a') = t (CBV(I', a') - CBV(I')),
+  V(I') = t CBV(I') for I' in D(I, a). Regrets (and V) in D(I, a) are freed (zeroed)
+  when pruning starts; the average-strategy sums of a pruned (I, a) and of D(I, a) are
+  discarded when the average's own reach pi_i^{sigma-bar}(I, a) <= C / sqrt(t).
+  CBV is the kernel's ``combine_max`` pass against the opponent's average policy
+  (normalized ``strategy_sum`` at the moment of the check). With CFR+ (RM+) the reset
+  values are floored at 0 like every RM+ regret; the condition uses V and CBV, not
+  the regrets. The paper's CFR+ curves report the best average found so far: the
+  solver keeps only the current average; the experiments take the running minimum of
+  exploitability (``experiments/reproduce/rbp.py``).
+
+Checks every ``check_every`` = k iterations. The CBR pass (Total) and the made-up
+update (Interval) are dense passes of the one kernel, run under ``lax.cond`` only on
+check iterations (under ``vmap`` a batched ``cond`` runs both sides). So that no branch
+has to end between checks, a check also ends the branches whose slack V(I) - B could be
+used up within k - 1 iterations (B - V grows by at most m(I) (U(I, a) - L(I)) per
+iteration, m(I) the chance mass of I), and starts only branches with at least that
+slack; (9) is still checked every iteration and a failure forces a check. k = 1 is the
+papers' every-iteration rule. Ending early is always sound (pruning is optional).
+Pruned branches are disjoint: a branch that starts absorbs (Total: frees; Interval:
+first settles) the pruned branches below it.
+
+Work and space, counted (``nodes_touched``, ``space_fraction``): nodes = history nodes
+entered per iteration, summed over both players' traversals: all H for ``"none"``;
+with pruning, histories with pi_{-i}(h) > 0 and no pruned own action on their path,
+plus, on check iterations, the histories the CBR traversals enter (Total: below the
+checked / reset branches, with positive chance x opponent-average reach; Interval: all
+histories below the settled branches). Space = stored (infoset, action) entries of
+regrets plus average sums (Total only frees entries): regrets of infosets outside pruned
+branches, average sums outside discarded branches, as a fraction of 2 x legal pairs.
+
+This is the *dense* implementation: the kernel still runs over every entry (pruned
+ones are masked), so iterations per second do not rise; :func:`compact_game` cuts the
+payoff list to the live branches between Total RBP checks; see docs/pruning.md.
+Shapes: every table ``[I, A]``, ``values_sum`` ``[I]``, counters int32 scalars.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from jaxcfr import _cfr
+from jaxcfr import _sequence_form as sf
+from jaxcfr._solver import (
+    Solver,
+    builtin_cache_key,
+    check_bool,
+    check_number,
+    check_state,
+    normalize_rows,
+    over_actions,
+    regret_matching,
+)
+from jaxcfr.pruning._tables import tables
+
+MODES = ("none", "partial", "interval", "total")
+_LO_BITS = 20
+
+
+class PrunedState(NamedTuple):
+    """CFR state plus pruning bookkeeping (``[I, A]`` unless noted).
+
+    regrets, strategy_sum, prediction, iteration: as :class:`jaxcfr.CFRState`.
+    values_sum: [I] V(I) = sum_t v^{sigma^t}(I) (zero where freed).
+    pruned: bool, (I, a) pruned (its branch D(I, a) is not traversed).
+    bound: left side of (9) (Total) / of the Interval condition, at pruned entries.
+    discarded: bool, average sums of (I, a) and D(I, a) discarded (Total).
+    window: Interval: sum of own terminal values g over the skipped window, per sequence.
+    window_value: Interval: sum of v(I) over the window, at pruned (I, a).
+    plan_sum: Total RBP: sum over iterations of each player's realization plan as the
+      opponent faced it (with alternating updates P2 faces P1's updated policy); the
+      opponent's CBR is computed against its normalization (unweighted, also for CFR+).
+    stored: [2] int32 stored regret + average entries of each player.
+    nodes_hi, nodes_lo: int32 cumulative nodes touched = hi * 2^20 + lo.
+    nodes_last: int32 nodes touched in the last iteration.
+    """
+
+    regrets: jax.Array
+    strategy_sum: jax.Array
+    prediction: jax.Array
+    iteration: jax.Array
+    values_sum: jax.Array
+    pruned: jax.Array
+    bound: jax.Array
+    discarded: jax.Array
+    window: jax.Array
+    window_value: jax.Array
+    plan_sum: jax.Array
+    stored: jax.Array
+    nodes_hi: jax.Array
+    nodes_lo: jax.Array
+    nodes_last: jax.Array
+
+
+def nodes_touched(state) -> np.ndarray:
+    """Cumulative nodes touched (float64, any batch shape) of a :class:`PrunedState`."""
+    hi = np.asarray(state.nodes_hi, dtype=np.float64)
+    return hi * float(1 << _LO_BITS) + np.asarray(state.nodes_lo, dtype=np.float64)
+
+
+def space_fraction(game: Game, state) -> np.ndarray:
+    """Stored regret + average entries as a fraction of the unpruned solver's (host)."""
+    total = 2 * tables(game).num_legal
+    return np.asarray(state.stored, dtype=np.float64).sum(axis=-1) / total
+
+
+def stored_entries(game: Game, state) -> jax.Array:
+    """``[2]`` int32 stored regret + average entries per player, from the state's masks
+    (jittable; the solver keeps the same numbers in ``state.stored``)."""
+    out = []
+    for p in (0, 1):
+        sl = game.player_slice(p)
+        mask = sf.legal_block(game, p)
+        live = ~_below(game, p, state.pruned[sl].T)
+        kept = ~(
+            state.discarded[sl].T | over_actions(_below(game, p, state.discarded[sl].T), mask.shape)
+        )
+        reg = jnp.sum(mask & over_actions(live, mask.shape))
+        out.append((reg + jnp.sum(mask & kept)).astype(jnp.int32))
+    return jnp.stack(out)
+
+
+# ------------------------------------------------------------------ small helpers
+def _free_table(game: Game, p: int, flags: jax.Array, dtype) -> jax.Array:
+    """``[A, I + 1]`` plan table of the 0/1 'policy' ``~flags`` for player p (the other
+    player's block zero): entry = 1 iff no flagged own sequence on the path, inclusive."""
+    plan = sf.plan_block(game, (~flags).astype(dtype), p)
+    n_other = game.meta.infosets_per_player[1 - p]
+    other = jnp.zeros((game.num_actions, n_other), dtype)
+    return sf.plan_table(plan, other) if p == 0 else sf.plan_table(other, plan)
+
+
+def _below(game: Game, p: int, flags: jax.Array) -> jax.Array:
+    """``[n_p]`` bool: infosets strictly below a flagged own sequence (``flags [A, n_p]``)."""
+    return sf.own_reach(game, _free_table(game, p, flags, jnp.float32), p) == 0
+
+
+def _gather(table: jax.Array, slots: np.ndarray) -> jax.Array:
+    return table.reshape(-1)[jnp.asarray(slots)]
+
+
+def _count(mask: jax.Array) -> jax.Array:
+    return jnp.sum(mask, dtype=jnp.int32)
+
+
+def _add_nodes(hi, lo, n):
+    lo = lo + n
+    return hi + (lo >> _LO_BITS), lo & ((1 << _LO_BITS) - 1)
+
+
+def _opp_table(game: Game, p: int, opp_plan: jax.Array) -> jax.Array:
+    """Plan table holding only the opponent's plan (player p's own block zero)."""
+    own = jnp.zeros((game.num_actions, game.meta.infosets_per_player[p]), opp_plan.dtype)
+    return sf.plan_table(own, opp_plan) if p == 0 else sf.plan_table(opp_plan, own)
+
+
+def _own_table(game: Game, p: int, block: jax.Array) -> jax.Array:
+    """``[A, I + 1]`` table holding player p's ``[A, n_p]`` values, zero elsewhere."""
+    table = jnp.zeros((game.num_actions, game.num_infosets + 1), block.dtype)
+    return table.at[:, game.player_slice(p)].set(block)
+
+
+def _average_plan(game: Game, p: int, ssum: jax.Array) -> jax.Array:
+    """Player p's realization plan ``[A, n_p]`` of its average policy (normalized sums)."""
+    uniform = game.legal_uniform[game.player_slice(p)].T.astype(ssum.dtype)
+    avg = normalize_rows(ssum, sf.legal_block(game, p), uniform, axis=0)
+    return sf.plan_block(game, avg, p)
+
+
+def _modified_plus(regrets, inst, t):
+    """Interval RBP's CFR+ (NIPS 2015): regrets may go negative, but jump to 0 as soon
+    as they increase: max(R, 0) + r where r > 0, else R + r."""
+    del t
+    return jnp.where(inst > 0, jnp.maximum(regrets, 0.0) + inst, regrets + inst)
+
+
+# ------------------------------------------------------------------ the factory
+_BASES = {
+    # name -> (regret_update, weight, predictive), from the base's hyperparams
+    "cfr": lambda hp: (_cfr.regret_sum, _cfr.weight_power(0), False),
+    "cfr_plus": lambda hp: (_cfr.regret_plus, _cfr.weight_power(1), False),
+    "linear_cfr": lambda hp: (
+        _cfr.regret_discounted(1.0, 1.0),
+        _cfr.weight_discounted(1.0),
+        False,
+    ),
+    "dcfr": lambda hp: (
+        _cfr.regret_discounted(hp["alpha"], hp["beta"]),
+        _cfr.weight_discounted(hp["gamma"]),
+        False,
+    ),
+    "pcfr_plus": lambda hp: (
+        _cfr.regret_plus,
+        _cfr.weight_power(hp["averaging_power"]),
+        True,
+    ),
+}
+_RBP_BASES = ("cfr", "cfr_plus")
+
+
+def regret_pruning(
+    base: Solver,
+    pruning: str = "total",
+    threshold: float = 0.05,
+    check_every: int = 10,
+    count_nodes: bool = True,
+) -> Solver:
+    """A CFR-family solver with regret-based pruning (see the module docstring).
+
+    Args:
+      base: a full-width CFR solver built by the library: ``jaxcfr.cfr()`` or
+        ``jaxcfr.cfr_plus()`` for every mode; ``linear_cfr``, ``dcfr``, ``pcfr_plus``
+        take ``"none"`` / ``"partial"`` only.
+      pruning: ``"none"`` (counting only), ``"partial"``, ``"interval"`` or ``"total"``.
+      threshold: C >= 0, finite: Total RBP discards a pruned branch's average sums when
+        its own reach in the average falls to C / sqrt(t) (the paper: 0.01 to 0.1).
+      check_every: k >= 1, iterations between checks (1 = every iteration).
+      count_nodes: count nodes touched per iteration (a few gathers over the H
+        histories per iteration; off for speed measurements).
+    Returns:
+      A :class:`Solver`; ``init(game) -> PrunedState``, ``update(game, state)``.
+
+    Example::
+
+        solver = jaxcfr.cfr(pruning="total", threshold=0.1)   # same as
+        solver = jaxcfr.pruning.regret_pruning(jaxcfr.cfr(), "total", threshold=0.1)
+        res = jaxcfr.run(solver, game, 1000, 100)
+    """
+    if not isinstance(base, Solver) or base.name not in _BASES:
+        raise ValueError(
+            f"base must be a full-width CFR solver ({', '.join(_BASES)}), got {base!r}"
+        )
+    if pruning not in MODES:
+        raise ValueError(f"pruning must be one of {MODES} or None, got {pruning!r}")
+    if pruning in ("interval", "total") and base.name not in _RBP_BASES:
+        raise ValueError(
+            f"pruning={pruning!r} supports the bases {_RBP_BASES} (regret matching and "
+            f"RM+); {base.name} supports only 'none' and 'partial'"
+        )
+    check_number("threshold", threshold, 0.0)
+    if (
+        isinstance(check_every, bool)
+        or not isinstance(check_every, (int, np.integer))
+        or (check_every < 1)
+    ):
+        raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
+    check_every = int(check_every)
+    check_bool("count_nodes", count_nodes)
+    hp = dict(base.hyperparams)
+    alternating = hp.get("alternating", True)
+    regret_update, weight, predictive = _BASES[base.name](hp)
+    if pruning == "interval" and base.name == "cfr_plus":
+        regret_update = _modified_plus
+    floor = base.name == "cfr_plus"
+
+    hyperparams = tuple(base.hyperparams) + (
+        ("pruning", pruning),
+        ("threshold", threshold),
+        ("check_every", check_every),
+        ("count_nodes", count_nodes),
+    )
+    k = check_every
+
+    def init(game: Game, key=None, *, scale: float = 0.0) -> PrunedState:
+        """Zero regrets (or uniform in [0, scale) from ``key``), nothing pruned."""
+        cfr_state = base.init(game, key, scale=scale)  # the base's regrets and zeros
+        regrets, zeros = cfr_state.regrets, cfr_state.strategy_sum
+        shape, dtype = regrets.shape, regrets.dtype
+        false = jnp.zeros(shape, bool)
+        legal = [jnp.sum(sf.legal_block(game, p), dtype=jnp.int32) * 2 for p in (0, 1)]
+        z = jnp.zeros((), jnp.int32)
+        return PrunedState(
+            regrets,
+            zeros,
+            zeros,
+            z,
+            jnp.zeros((game.num_infosets,), dtype),
+            false,
+            zeros,
+            false,
+            zeros,
+            zeros,
+            zeros,
+            jnp.stack(legal),
+            z,
+            z,
+            z,
+        )
+
+    def policy_of(game, p, regrets, pred, pruned):
+        if pruning in ("none", "partial"):
+            return _cfr._policy(game, p, regrets, pred, predictive)
+        mask = sf.legal_block(game, p) & ~pruned
+        return regret_matching(regrets, mask, None, axis=0)
+
+    def player_step(game, p, b, policy, table, opp_ssum, t):
+        """One update of player p. ``b``: dict of its blocks. Returns (b, nodes)."""
+        tab = tables(game)
+        mask = sf.legal_block(game, p)
+        dtype = b["R"].dtype
+        shape = mask.shape
+        pr = b["pruned"]
+        tf = t.astype(dtype)
+        check = (t % k) == 0
+        free_tab = _free_table(game, p, pr, dtype)
+        live = sf.own_reach(game, free_tab, p) > 0
+        live_a = over_actions(live, shape)
+        g = sf.terminal_values(game, table, p)
+        bu = sf.bottom_up(game, g, p, policy, sf.combine_policy)
+        iv = bu.infoset_values
+        inst = jnp.where(mask, bu.action_values - over_actions(iv, shape), 0.0)
+        upd = mask & live_a & ~pr
+        b = dict(b)
+        b["R"] = jnp.where(upd, regret_update(b["R"], inst, t), b["R"]).astype(dtype)
+        w, decay = weight(t)
+        reach = sf.own_reach(game, table, p)
+        b["S"] = ((b["S"] + over_actions(w * reach, shape) * policy) * decay).astype(dtype)
+        if predictive:
+            b["P"] = inst.astype(dtype)
+
+        nodes = jnp.zeros((), jnp.int32)
+        opp_reach = None
+        if count_nodes or pruning in ("interval", "total"):
+            chance = jnp.asarray(tab.chance, dtype)
+            opp_reach = chance * _gather(table, tab.hist_slot[1 - p])
+        if count_nodes:
+            if pruning == "none":
+                nodes = jnp.asarray(tab.num_histories, jnp.int32)
+            else:
+                entered = opp_reach > 0
+                if pruning != "partial":
+                    entered = entered & (_gather(free_tab, tab.hist_slot[p]) > 0)
+                nodes = _count(entered)
+        if pruning in ("none", "partial"):
+            return b, nodes
+
+        b["V"] = jnp.where(live, b["V"] + iv, b["V"]).astype(dtype)
+        ids = tab.node_ids[p]
+        cf_reach = jax.ops.segment_sum(
+            opp_reach[jnp.asarray(ids)], jnp.asarray(tab.node_local[p]), num_segments=shape[1]
+        )
+        upper = jnp.asarray(tab.upper[p], dtype)
+        growth = over_actions(jnp.asarray(tab.chance_mass[p], dtype), shape) * (
+            upper - over_actions(jnp.asarray(tab.lower[p], dtype), shape)
+        )
+        active = pr & live_a
+        b["bound"] = jnp.where(
+            active, b["bound"] + over_actions(cf_reach, shape) * upper, b["bound"]
+        ).astype(dtype)
+        V_a = over_actions(b["V"], shape)
+        failed = active & (b["bound"] > V_a)
+        soon = active & check & (V_a - b["bound"] < (k - 1) * growth)
+        ended = failed | soon
+
+        if pruning == "interval":
+            frozen = (pr | ~live_a) & mask
+            g_own = g[:, game.player_slice(p)]
+            b["win"] = jnp.where(frozen, b["win"] + g_own, 0.0).astype(dtype)
+            b["winv"] = jnp.where(active, b["winv"] + over_actions(iv, shape), 0.0).astype(dtype)
+            r_max = jnp.max(jnp.where(mask, b["R"], -jnp.inf), axis=0)
+            start = (
+                check
+                & upd
+                & (b["R"] < 0)
+                & (b["R"] < over_actions(r_max, shape))
+                & (-b["R"] >= (k - 1) * growth)
+            )
+            below_start = _below(game, p, start)  # = below the top-most starts
+            start = start & ~over_actions(below_start, shape)
+            flush = ended | (pr & over_actions(below_start, shape))
+            need = jnp.any(flush) | jnp.any(start)
+
+            def settle(b):
+                b = dict(b)
+                made = sf.bottom_up(game, _own_table(game, p, b["win"]), p, policy, sf.combine_max)
+                flush_tab = _free_table(game, p, flush, dtype)
+                below_f = sf.own_reach(game, flush_tab, p) == 0
+                below_fa = over_actions(below_f, shape) & mask
+                inc_top = made.action_values - b["winv"]
+                inc_sub = made.action_values - over_actions(made.infoset_values, shape)
+                R = jnp.where(flush, regret_update(b["R"], inc_top, t), b["R"])
+                b["R"] = jnp.where(below_fa, regret_update(R, inc_sub, t), R).astype(dtype)
+                b["V"] = jnp.where(below_f, b["V"] + made.infoset_values, b["V"]).astype(dtype)
+                region = flush | below_fa
+                b["win"] = jnp.where(region, 0.0, b["win"]).astype(dtype)
+                b["winv"] = jnp.where(region, 0.0, b["winv"]).astype(dtype)
+                pruned = (b["pruned"] & ~flush) | start
+                b["pruned"] = pruned
+                b["bound"] = jnp.where(
+                    start, b["R"] + over_actions(b["V"], shape), b["bound"]
+                ).astype(dtype)
+                n = jnp.zeros((), jnp.int32)
+                if count_nodes:
+                    n = _count(_gather(flush_tab, tab.hist_slot[p]) == 0)
+                return b, n
+
+            def skip(b):
+                return dict(b), jnp.zeros((), jnp.int32)
+
+            b, extra = jax.lax.cond(need, settle, skip, b)
+            return b, nodes + extra
+
+        # ---- Total RBP: check (5), end (9), reset (7)/(8), discard averages
+        need = check | jnp.any(ended)
+
+        def total_check(b):
+            b = dict(b)
+            opp_plan = _average_plan(game, 1 - p, opp_ssum)
+            avg_table = _opp_table(game, p, opp_plan)
+            cb = sf.bottom_up(
+                game, sf.terminal_values(game, avg_table, p), p, policy, sf.combine_max
+            )
+            cbv_a = cb.action_values
+            cbv_i = over_actions(cb.infoset_values, shape)
+            below_end = _below(game, p, ended)
+            below_end_a = over_actions(below_end, shape) & mask
+            R = jnp.where(ended, tf * cbv_a - over_actions(b["V"], shape), b["R"])
+            R = jnp.where(below_end_a, tf * (cbv_a - cbv_i), R)
+            if floor:
+                R = jnp.where(ended | below_end_a, jnp.maximum(R, 0.0), R)
+            V = jnp.where(below_end, tf * cb.infoset_values, b["V"])
+            region = ended | below_end_a
+            # pruned branches are disjoint, so none lies inside an ended one
+            pr2 = b["pruned"] & ~region
+            disc = b["discarded"] & ~region
+            live2 = live | below_end
+            cand = mask & over_actions(live2, shape) & ~pr2 & (R <= 0) & (check | region)
+            slack = over_actions(V, shape) - tf * cbv_a
+            start = cand & (slack > 0) & (cbv_a < cbv_i) & (slack >= (k - 1) * growth)
+            below_start = _below(game, p, start)  # = below the top-most starts
+            below_start_a = over_actions(below_start, shape)
+            start = start & ~below_start_a
+            pr2 = (pr2 & ~below_start_a) | start
+            b["bound"] = jnp.where(start, tf * cbv_a, b["bound"]).astype(dtype)
+            b["R"] = jnp.where(below_start_a, 0.0, R).astype(dtype)
+            b["V"] = jnp.where(below_start, 0.0, V).astype(dtype)
+            b["pruned"] = pr2
+            # discard average sums of pruned branches rare in the average
+            live3 = over_actions(live2 & ~below_start, shape)
+            avg_plan = _average_plan(game, p, b["S"])
+            cut = pr2 & live3 & ~disc & (avg_plan <= threshold / jnp.sqrt(tf))
+            disc = disc | cut
+            gone = disc | over_actions(_below(game, p, disc), shape)
+            b["S"] = jnp.where(gone, 0.0, b["S"]).astype(dtype)
+            b["discarded"] = disc
+            b["stored"] = _count(mask & live3) + _count(mask & ~gone)
+            n = jnp.zeros((), jnp.int32)
+            if count_nodes:
+                marked = ended | cand
+                under = _gather(_free_table(game, p, marked, dtype), tab.hist_slot[p]) == 0
+                avg_reach = jnp.asarray(tab.chance, dtype) * _gather(
+                    avg_table, tab.hist_slot[1 - p]
+                )
+                n = _count(under & (avg_reach > 0))
+            return b, n
+
+        def skip(b):
+            return dict(b), jnp.zeros((), jnp.int32)
+
+        b, extra = jax.lax.cond(need, total_check, skip, b)
+        return b, nodes + extra
+
+    def update(game: Game, state: PrunedState) -> PrunedState:
+        check_state(game, state)
+        t = state.iteration + 1
+        names = ("R", "S", "P", "pruned", "bound", "discarded", "win", "winv", "X")
+        fields = (
+            state.regrets,
+            state.strategy_sum,
+            state.prediction,
+            state.pruned,
+            state.bound,
+            state.discarded,
+            state.window,
+            state.window_value,
+            state.plan_sum,
+        )
+        blocks = []
+        for p in (0, 1):
+            sl = game.player_slice(p)
+            d = {n: x[sl].T for n, x in zip(names, fields, strict=True)}
+            d["V"] = state.values_sum[sl]
+            d["stored"] = state.stored[p]
+            blocks.append(d)
+        policy = [
+            policy_of(game, p, blocks[p]["R"], blocks[p]["P"], blocks[p]["pruned"]) for p in (0, 1)
+        ]
+        plan1 = sf.plan_block(game, policy[1], 1)
+        table = sf.plan_table(sf.plan_block(game, policy[0], 0), plan1)
+        faced = pruning == "total"
+        if faced:  # P1 faces P2's current plan
+            blocks[1]["X"] = (blocks[1]["X"] + plan1).astype(plan1.dtype)
+        blocks[0], n0 = player_step(game, 0, blocks[0], policy[0], table, blocks[1]["X"], t)
+        if alternating:
+            b0 = blocks[0]
+            policy0 = policy_of(game, 0, b0["R"], b0["P"], b0["pruned"])
+            plan0 = sf.plan_block(game, policy0, 0)
+            table = sf.plan_table(plan0, plan1)
+        else:
+            plan0 = table[:, game.player_slice(0)]
+        if faced:  # P2 faces P1's plan of this table
+            blocks[0]["X"] = (blocks[0]["X"] + plan0).astype(plan0.dtype)
+        blocks[1], n1 = player_step(game, 1, blocks[1], policy[1], table, blocks[0]["X"], t)
+        new = {n: jnp.concatenate([blocks[0][n], blocks[1][n]], axis=1).T for n in names}
+        if not predictive:
+            new["P"] = state.prediction
+        nodes = n0 + n1
+        hi, lo = _add_nodes(state.nodes_hi, state.nodes_lo, nodes)
+        return PrunedState(
+            new["R"],
+            new["S"],
+            new["P"],
+            t,
+            jnp.concatenate([blocks[0]["V"], blocks[1]["V"]]),
+            new["pruned"],
+            new["bound"],
+            new["discarded"],
+            new["win"],
+            new["winv"],
+            new["X"],
+            jnp.stack([blocks[0]["stored"], blocks[1]["stored"]]).astype(jnp.int32),
+            hi,
+            lo,
+            nodes,
+        )
+
+    return Solver(
+        init=init,
+        update=update,
+        name=base.name,
+        needs_key=False,
+        hyperparams=hyperparams,
+        cache_key=builtin_cache_key("pruned_" + base.name, hyperparams),
+    )

@@ -1,0 +1,292 @@
+"""Regret-based pruning (jaxcfr.pruning): partial pruning, Interval RBP, Total RBP."""
+
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import games_tensor as gt
+import jaxcfr
+from games_tensor import TERMINAL, Rules
+from jaxcfr import pruning
+
+
+class Dominated(Rules):
+    """P1 picks Safe (0) or Risky (1) at 'root'. After Safe, P2 picks h/t: P1 gets +1 / -1.
+    After Risky, P1 picks again at 'deep' (0/1), then P2 picks h/t: P1 gets -2 / -3 after
+    deep 0 and -3 / -2 after deep 1. P2 sees nothing ('p2', one infoset). Every payoff
+    after Risky (<= -2) is below every payoff after Safe (>= -1): Risky is strictly
+    dominated. The equilibrium: P1 Safe, P2 t, value -1; against it P2's h is worse
+    too (CBV -1 vs +1 for P2). 11 histories, 3 infosets."""
+
+    name = "dominated"
+    num_actions = 2
+
+    def initial_state(self):
+        return ()
+
+    def current_player(self, s):
+        if s == () or s == (1,):
+            return 0
+        if (s[0] == 0 and len(s) == 2) or (s[0] == 1 and len(s) == 3):
+            return TERMINAL
+        return 1
+
+    def legal_actions(self, s):
+        return (0, 1)
+
+    def apply(self, s, a):
+        return s + (a,)
+
+    def returns(self, s):
+        if s[0] == 0:
+            u = 1.0 if s[1] == 0 else -1.0
+        else:
+            u = -2.0 if s[1] == s[2] else -3.0
+        return (u, -u)
+
+    def information_state(self, s, player):
+        if player == 1:
+            return "p2"
+        return "root" if s == () else "deep"
+
+
+def _dominated():
+    return gt.compile(Dominated())
+
+
+def _ids(game):
+    return {k: i for i, k in enumerate(game.infoset_keys)}
+
+
+_STEPS = {}
+
+
+def _iterate(solver, game, n, state=None):
+    """``n`` iterations, one jitted update per solver (compiled once per solver)."""
+    state = solver.init(game) if state is None else state
+    if solver not in _STEPS:
+        _STEPS[solver] = jax.jit(solver.update)
+    for _ in range(n):
+        state = _STEPS[solver](game, state)
+    return state
+
+
+@pytest.mark.parametrize(
+    "base",
+    ["cfr", pytest.param("cfr_plus", marks=pytest.mark.slow), "pcfr_plus"],
+)
+def test_partial_pruning_is_bit_identical(base):
+    """Partial pruning only skips zero-reach work: regrets and sums equal bit for bit."""
+    game = gt.load("leduc_poker", suits=False)
+    plain = getattr(jaxcfr, base)()
+    pruned = pruning.regret_pruning(plain, "partial")
+    a = _iterate(plain, game, 60)
+    b = _iterate(pruned, game, 60)
+    for name in ("regrets", "strategy_sum", "prediction"):
+        assert np.array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name))), name
+    # nodes: simultaneous iteration 1 is uniform (every reach positive), so both
+    # traversals enter all H histories; later zero-reach subtrees are skipped
+    H = game.meta.num_histories
+    simultaneous = getattr(jaxcfr, base)(alternating=False)
+    one = _iterate(pruning.regret_pruning(simultaneous, "partial"), game, 1)
+    assert int(one.nodes_last) == 2 * H
+    assert 0 < int(b.nodes_last) < 2 * H
+    none = _iterate(pruning.regret_pruning(plain, "none"), game, 5)
+    assert pruning.nodes_touched(none) == 5 * 2 * H
+
+
+def test_dominated_branch_pruned_for_good_and_freed():
+    """Theorem 2 / Corollary 1: the strictly dominated branch (root, Risky) is pruned
+    from some iteration on and stays pruned; the regrets of 'deep' (in D(root, Risky))
+    are freed, and its average sums and those of (root, Risky) discarded, so P1 stores
+    only root's 2 regrets + root's Safe average (3 of 8 own entries). P2's h (a leaf
+    action, nothing below to free) is pruned too and its average discarded: 3 of 4."""
+    game = _dominated()
+    ids = _ids(game)
+    root, deep = ids["root"], ids["deep"]
+    solver = jaxcfr.cfr(pruning="total", threshold=0.1, check_every=1)
+    state = _iterate(solver, game, 20)
+    seen = []
+    for _ in range(10):
+        state = _iterate(solver, game, 20, state)
+        seen.append(bool(state.pruned[root, 1]))
+        assert np.all(np.asarray(state.regrets[deep]) == 0)
+        assert np.all(np.asarray(state.strategy_sum[deep]) == 0)
+        assert float(state.strategy_sum[root, 1]) == 0.0
+        assert bool(state.discarded[root, 1])
+    assert all(seen)
+    assert bool(state.pruned[ids["p2"], 0]) and bool(state.discarded[ids["p2"], 0])
+    # P1: root's 2 regrets + 1 average entry; P2: 2 + 1
+    assert np.asarray(state.stored).tolist() == [3, 3]
+    assert pruning.space_fraction(game, state) == pytest.approx(6 / 12)
+    # nodes on a non-check iteration, counted by hand: P1's traversal enters root, the P2
+    # node after Safe and its t terminal (P2 never plays h: zero reach); P2's enters
+    # root, the P2 node and its t terminal (h is P2's own pruned action; P1 never plays
+    # Risky) -> 3 + 3 = 6
+    solver_k = jaxcfr.cfr(pruning="total", threshold=0.1, check_every=1000)
+    state_k = _iterate(solver_k, game, 1, state._replace(iteration=np.int32(1)))
+    assert int(state_k.nodes_last) == 6
+    avg = np.asarray(jaxcfr.average_policy(game, state))
+    assert avg[root].tolist() == [1.0, 0.0]
+    assert float(jaxcfr.exploitability(game, avg)) < 0.05
+
+
+@pytest.mark.parametrize("plus", [False, True])
+def test_reset_7_8_by_hand(plus):
+    """Pruning of (root, Risky) ends at t = 4 and the branch is reset by (7)/(8).
+
+    Set up before iteration 4: P2's plans faced so far sum to (h 2, t 1), its regrets
+    (1, 0) make it play h at t = 4, so the plans faced over t = 1..4 sum to (3, 1) and
+    the opponent average is (3/4, 1/4). P1: (root, Risky) pruned with bound 100 (so (9)
+    fails), V(root) = -12, R(root) = (3, -5). At t = 4 P1 plays Safe, v(root) = +1, so
+    V(root) = -11. CBVs against (3/4, 1/4): CBV(deep, 0) = -3/2 - 3/4 = -2.25,
+    CBV(deep, 1) = -9/4 - 1/2 = -2.75, CBV(deep) = CBV(root, Risky) = -2.25.
+    (7): R(root, Risky) = 4 (-2.25) - (-11) = 2.
+    (8): R(deep, 0) = 4 (-2.25 + 2.25) = 0, R(deep, 1) = 4 (-2.75 + 2.25) = -2,
+         V(deep) = 4 (-2.25) = -9.
+    Then (5) at once: (root, Risky): 4 (-2.25) = -9 >= V(root) = -11, not pruned;
+    (deep, 1): 4 (-2.75) = -11 < V(deep) = -9 and not the CBR: pruned, bound -11.
+    With CFR+ (RM+) the reset regrets are floored at 0: R(deep, 1) = 0.
+    """
+    game = _dominated()
+    ids = _ids(game)
+    root, deep, p2 = ids["root"], ids["deep"], ids["p2"]
+    solver = (jaxcfr.cfr_plus if plus else jaxcfr.cfr)(
+        pruning="total", threshold=0.0, check_every=1
+    )
+    s = solver.init(game)
+    regrets = np.zeros((3, 2), np.float32)
+    regrets[root] = (3.0, -5.0)
+    regrets[p2] = (1.0, 0.0)
+    pruned_mask = np.zeros((3, 2), bool)
+    pruned_mask[root, 1] = True
+    bound = np.zeros((3, 2), np.float32)
+    bound[root, 1] = 100.0
+    values = np.zeros(3, np.float32)
+    values[root] = -12.0
+    faced = np.zeros((3, 2), np.float32)
+    faced[p2] = (2.0, 1.0)
+    s = s._replace(
+        regrets=regrets,
+        pruned=pruned_mask,
+        bound=bound,
+        values_sum=values,
+        plan_sum=faced,
+        iteration=np.int32(3),
+    )
+    s = jax.jit(solver.update)(game, s)
+    np.testing.assert_allclose(float(s.values_sum[root]), -11.0, atol=1e-6)
+    np.testing.assert_allclose(float(s.regrets[root, 1]), 2.0, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(s.regrets[deep]), [0.0, 0.0 if plus else -2.0], atol=1e-5)
+    np.testing.assert_allclose(float(s.values_sum[deep]), -9.0, atol=1e-5)
+    assert np.asarray(s.pruned[root]).tolist() == [False, False]
+    assert np.asarray(s.pruned[deep]).tolist() == [False, True]
+    np.testing.assert_allclose(float(s.bound[deep, 1]), -11.0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "base,mode",
+    [
+        ("cfr", "total"),
+        ("cfr_plus", "total"),
+        pytest.param("cfr", "interval", marks=pytest.mark.slow),
+        pytest.param("cfr_plus", "interval", marks=pytest.mark.slow),
+    ],
+)
+def test_rbp_converges_on_rank_only_leduc(base, mode, x64):
+    """Total / Interval RBP reach the LP value, with exploitability within 2x of the
+    unpruned solver at the same iteration (Theorem 1: the same bound), over 3 seeds
+    (random initial regrets)."""
+    game = gt.load("leduc_poker", suits=False)
+    lp = jaxcfr.solve_lp(game)
+    plain = getattr(jaxcfr, base)()
+    solver = getattr(jaxcfr, base)(pruning=mode, threshold=0.01)
+    n = 600
+    ref = jaxcfr.run(plain, game, n, n, num_seeds=3, init_scale=1.0)
+    res = jaxcfr.run(solver, game, n, n, num_seeds=3, init_scale=1.0)
+    assert np.all(res.exploitability[:, -1] <= 2.0 * ref.exploitability[:, -1] + 1e-4)
+    for i in range(3):
+        state = jax.tree_util.tree_map(lambda x, i=i: x[i], res.state)
+        value = float(jaxcfr.expected_value(game, jaxcfr.average_policy(game, state))[0])
+        assert abs(value - lp.value) <= res.exploitability[i, -1] + 1e-6
+        assert int(state.pruned.sum()) > 0  # it did prune
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("base", ["cfr", "cfr_plus"])
+def test_total_rbp_converges_on_drp(base, x64):
+    game = gt.load("die_roll_poker")
+    lp = jaxcfr.solve_lp(game)
+    n = 1000
+    ref = jaxcfr.run(getattr(jaxcfr, base)(), game, n, n, num_seeds=2, init_scale=1.0)
+    res = jaxcfr.run(
+        getattr(jaxcfr, base)(pruning="total", threshold=0.01),
+        game,
+        n,
+        n,
+        num_seeds=2,
+        init_scale=1.0,
+    )
+    assert np.all(res.exploitability[:, -1] <= 2.0 * ref.exploitability[:, -1] + 1e-4)
+    for i in range(2):
+        state = jax.tree_util.tree_map(lambda x, i=i: x[i], res.state)
+        value = float(jaxcfr.expected_value(game, jaxcfr.average_policy(game, state))[0])
+        assert abs(value - lp.value) <= res.exploitability[i, -1] + 1e-6
+    assert pruning.space_fraction(game, res.state).max() < 1.0
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="threshold"):
+        jaxcfr.cfr(pruning="total", threshold=-0.1)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(ValueError, match="threshold"):
+            jaxcfr.cfr_plus(pruning="total", threshold=bad)
+    with pytest.raises(ValueError, match="pruning"):
+        jaxcfr.cfr(pruning="everything")
+    with pytest.raises(ValueError, match="pcfr_plus"):
+        pruning.regret_pruning(jaxcfr.pcfr_plus(), "total")
+    with pytest.raises(ValueError, match="base"):
+        pruning.regret_pruning(jaxcfr.outcome_sampling(), "partial")
+    with pytest.raises(ValueError, match="check_every"):
+        jaxcfr.cfr(pruning="total", check_every=0)
+
+
+def test_tables_upper_lower_by_hand():
+    game = _dominated()
+    ids = _ids(game)
+    tab = pruning.tables(game)
+    n0 = game.meta.infosets_per_player[0]
+    root, deep = ids["root"], ids["deep"]
+    assert root < n0 and deep < n0
+    assert tab.upper[0][:, root].tolist() == [1.0, -2.0]  # U(root, Safe), U(root, Risky)
+    assert tab.upper[0][:, deep].tolist() == [-2.0, -2.0]
+    assert tab.lower[0][root] == -3.0 and tab.lower[0][deep] == -3.0
+    assert tab.lower[1][ids["p2"] - n0] == -1.0  # P2's payoffs are 1, -1, 2, 3
+
+
+@pytest.mark.slow
+def test_compacted_payoff_list_gives_the_same_iterates(x64):
+    """Total RBP between checks on the re-compacted game (live payoff entries only) gives
+    the iterates of the full game (up to summation order), with fewer payoff entries."""
+    game = gt.load("leduc_poker", suits=False)
+    k = 5
+    solver = jaxcfr.cfr(pruning="total", threshold=0.05, check_every=k)
+    step = jax.jit(solver.update)
+    full = compacted = solver.init(game)
+    sizes = []
+    for _ in range(8):
+        for _ in range(k):
+            full = step(game, full)
+        small = pruning.compact_game(game, compacted.pruned)  # padded: one shape
+        sizes.append(int(pruning.live_payoff_entries(game, compacted.pruned).sum()))
+        for _ in range(k - 1):
+            compacted = step(small, compacted)
+        compacted = step(game, compacted)  # the check, on the full game
+    for name in ("regrets", "strategy_sum", "values_sum", "bound"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(compacted, name)), np.asarray(getattr(full, name)), atol=1e-9
+        )
+    assert np.array_equal(np.asarray(compacted.pruned), np.asarray(full.pruned))
+    assert sizes[0] == game.meta.num_sf_terminals and sizes[-1] < sizes[0]
