@@ -14,8 +14,15 @@ Solvers (factories returning a Solver that unpacks as (init, update))::
     jaxcfr.cfr(), cfr_plus(), linear_cfr(), dcfr(), pcfr_plus()      # full width
     jaxcfr.outcome_sampling(epsilon=0.6), external_sampling()        # sampling (key)
     jaxcfr.run(solver, game, num_iterations, eval_every, num_seeds=...)
+
+Imperfect recall (Lanctot et al. 2012): solvers key their tables by a game's
+abstraction (``keying="auto"|"abstract"|"full"``); ``jaxcfr.full_game_regret(game,
+state)`` is the full game's regret measure (``full_average=True`` solvers)::
+
+    jaxcfr.run(jaxcfr.cfr(full_average=True), game, 1000, 100, evaluate="full_regret")
 """
 
+from jaxcfr._abstraction import AbstractCFRState, full_game_regret
 from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
 from jaxcfr._evaluation import (
     CounterfactualValues,
@@ -34,6 +41,7 @@ from jaxcfr._runner import RunResult, run
 from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
 
 __all__ = [
+    "AbstractCFRState",
     "CFRState",
     "CounterfactualValues",
     "LPSolution",
@@ -50,6 +58,7 @@ __all__ = [
     "expected_value",
     "exploitability",
     "external_sampling",
+    "full_game_regret",
     "linear_cfr",
     "make_cfr_solver",
     "nash_conv",
