@@ -255,6 +255,12 @@ def abstract_game(game: Game) -> Game:
     )
 
 
+def keyed_game(game: Game, keying: str) -> Game:
+    """What a history-tree walker runs on for option ``keying``: :func:`abstract_game`
+    when keyed by the abstraction (see :func:`uses_abstraction`), else ``game``."""
+    return abstract_game(game) if uses_abstraction(game, keying) else game
+
+
 # ---------------------------------------------------------------- measure
 def full_average_sum(game: Game, state) -> jax.Array:
     """The ``[I, A]`` per-full-infoset average-strategy sum of a solver state: its
