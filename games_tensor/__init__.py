@@ -7,6 +7,7 @@ Public API::
     games_tensor.uniform_policy(game)                 # [I, A]
     games_tensor.compile(MyRules())                   # compile your own rules
     games_tensor.from_openspiel("kuhn_poker")         # any small OpenSpiel game
+    games_tensor.check_abstraction(game)              # imperfect recall: well-formed?
 """
 
 from games_tensor import games as _games  # noqa: F401  (registers the built-in games)
@@ -15,6 +16,7 @@ from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta, uniform_policy
 from games_tensor._openspiel import from_openspiel, from_tabular_policy, to_tabular_policy
 from games_tensor._registry import available, make_rules, register
 from games_tensor._rules import Rules, check_range
+from games_tensor._wellformed import AbstractionCheck, check_abstraction
 
 
 def load(name: str, *, max_histories: int = DEFAULT_MAX_HISTORIES, **params) -> Game:
@@ -28,6 +30,7 @@ def load(name: str, *, max_histories: int = DEFAULT_MAX_HISTORIES, **params) -> 
 
 
 __all__ = [
+    "AbstractionCheck",
     "CHANCE",
     "DEFAULT_MAX_HISTORIES",
     "TERMINAL",
@@ -36,6 +39,7 @@ __all__ = [
     "GameTooLargeError",
     "Rules",
     "available",
+    "check_abstraction",
     "check_range",
     "compile",
     "from_openspiel",
