@@ -87,20 +87,58 @@ def uses_abstraction(game: Game, keying: str) -> bool:
 
 # ---------------------------------------------------------------- host layout
 @dataclasses.dataclass(frozen=True)
+class SegmentSum:
+    """A static segment sum over the last axis: ``out[..., s] = sum of x[..., n]`` over
+    the n with ``ids[n] == s`` (``ids``: [N] host int array, values in [0, size)).
+
+    K gathers from a member table when every segment has at most
+    ``_MAX_GATHER_MEMBERS`` members (one gather when each has one: exact, no add),
+    else ``jax.ops.segment_sum`` (a scatter; slow under ``vmap`` on CPU).
+    members: [M, size] int32 member positions (padding N), or None.
+    """
+
+    ids: np.ndarray
+    size: int
+    members: np.ndarray | None
+
+    @staticmethod
+    def build(ids: np.ndarray, size: int) -> SegmentSum:
+        ids = np.asarray(ids, np.int64)
+        counts = np.bincount(ids, minlength=size)
+        members = None
+        if size and counts.max() <= _MAX_GATHER_MEMBERS:
+            order = np.argsort(ids, kind="stable")
+            rank = np.arange(ids.size) - np.repeat(np.cumsum(counts) - counts, counts)
+            members = np.full((max(int(counts.max()), 1), size), ids.size, np.int32)
+            members[rank, ids[order]] = order
+        return SegmentSum(ids.astype(np.int32), size, members)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if self.members is not None:
+            out = None
+            for row in self.members:
+                part = jnp.take(x, jnp.asarray(row), axis=-1, mode="fill", fill_value=0)
+                out = part if out is None else out + part
+            return out
+        moved = jnp.moveaxis(x, -1, 0)
+        summed = jax.ops.segment_sum(moved, jnp.asarray(self.ids), num_segments=self.size)
+        return jnp.moveaxis(summed, 0, -1)
+
+
+@dataclasses.dataclass(frozen=True)
 class _PlayerMap:
     """One player's abstraction map (NumPy, static).
 
     start, size: the player's abstract ids are ``start:start + size``.
     local: [n_p] int32, abstract id (minus ``start``) of each of the player's full
       infosets (minus the player's first full id).
-    members: [M, size] int32 full local ids of each abstract infoset's members (padding
-      n_p), or None when some abstract infoset merges more than ``_MAX_GATHER_MEMBERS``.
+    reduce: the :class:`SegmentSum` of the full infosets into the abstract ones.
     """
 
     start: int
     size: int
     local: np.ndarray
-    members: np.ndarray | None
+    reduce: SegmentSum
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,14 +176,8 @@ def abstract_map(game: Game) -> AbstractMap:
         local = own - start
         if own.size and (np.unique(local).size != size or local.min() < 0):
             raise AssertionError("abstract infosets are not grouped by player")
-        counts = np.bincount(local, minlength=size)
-        members = None
-        if size and counts.max() <= _MAX_GATHER_MEMBERS:
-            order = np.argsort(local, kind="stable")
-            rank = np.arange(local.size) - np.repeat(np.cumsum(counts) - counts, counts)
-            members = np.full((int(counts.max()), size), local.size, np.int32)
-            members[rank, local[order]] = order
-        players.append(_PlayerMap(start, size, local.astype(np.int32), members))
+        reduce = SegmentSum.build(local, size)
+        players.append(_PlayerMap(start, size, local.astype(np.int32), reduce))
     amap = AbstractMap(
         tuple(players),
         legal,
@@ -204,19 +236,7 @@ class AbstractView(FullView):
         return jnp.take(block, jnp.asarray(self.amap.players[player].local), axis=-1)
 
     def reduce(self, game, player, x):
-        pm = self.amap.players[player]
-        if pm.members is not None:
-            parts = [
-                jnp.take(x, jnp.asarray(row), axis=-1, mode="fill", fill_value=0)
-                for row in pm.members
-            ]
-            out = parts[0]
-            for part in parts[1:]:
-                out = out + part
-            return out
-        moved = jnp.moveaxis(x, -1, 0)
-        summed = jax.ops.segment_sum(moved, jnp.asarray(pm.local), num_segments=pm.size)
-        return jnp.moveaxis(summed, 0, -1)
+        return self.amap.players[player].reduce(x)
 
 
 def view(game: Game, keying: str) -> FullView:
