@@ -332,7 +332,8 @@ def run_counterexample(ctx: Context) -> str:
             "Hand derivation: from iteration 2 CFR plays P1 = b, P2 = c on both sides and "
             "every instantaneous regret is 0, so it stays there; P1 forgoes 1 on side L "
             "(probability 1/2): the full-game regret tends to 1/2 (paper: a constant "
-            "regret). The well-formed abstraction converges like the full game.",
+            "regret). The well-formed abstraction converges; its curves coincide with the full "
+            "game's (k = l = 1: merged infosets get equal regrets, so the trajectories agree).",
         ]
     )
 
