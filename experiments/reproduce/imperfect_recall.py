@@ -251,7 +251,7 @@ def run_fig1_drp(ctx: Context) -> str:
 
 # ------------------------------------------------------------------ Fig. 1 (iii)
 def run_fig1_ld(ctx: Context) -> str:
-    T, every, seeds = (256, 32, 1) if ctx.quick else (4096, 256, 1)
+    T, every, seeds = (2048, 128, 1) if ctx.quick else (16384, 1024, 1)
     recalls = (1, 2, 4, 8) if ctx.quick else (1, 2, 3, 4, 6, 8, 10)
     series, lines = [], []
     x, y, sec = _curves(gt.load("liars_dice"), iterations=T, eval_every=every, seeds=seeds)
