@@ -87,7 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"iterations between exact evaluations (default iterations // {sc.EVAL_POINTS})",
     )
     p.add_argument(
-        "--evaluate", choices=("average", "current"), help="policy to evaluate (default average)"
+        "--evaluate",
+        choices=sc.EVALUATE,
+        help="policy to evaluate (default average); full_regret: the full-game regret of "
+        "an imperfect-recall run (solvers with full_average=true)",
     )
     p.add_argument(
         "--init-scale",

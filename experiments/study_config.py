@@ -8,7 +8,8 @@ A study file (``experiments/studies/default.toml`` is an example)::
     key = 0                        # base PRNG key (0 <= key < 2**32); seed i: fold_in(key, i)
     iterations = 20000             # defaults for every algorithm ...
     eval_every = 500               # ... (exact exploitability every k iterations)
-    evaluate = "average"           # or "current" policy
+    evaluate = "average"           # or "current" policy, or "full_regret" (imperfect recall:
+                                   # full-game regret, solvers with full_average=true)
     init_scale = 0.1               # deterministic solvers: initial regrets U[0, s) per seed
     rate_decades = 1.0             # rate = log-log slope over the last decade(s) of iterations
     bootstrap = 1000               # bootstrap resamples (over seeds) for the rate's CI
@@ -51,6 +52,9 @@ from experiments.algorithms import ConfigError
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"  # the resolved study in an output folder (study_store.CONFIG)
 
+# what the runner evaluates (jaxcfr.run(evaluate=...)): NashConv of the average or current
+# policy, or the full-game regret of an imperfect-recall run (jaxcfr.full_game_regret)
+EVALUATE = ("average", "current", "full_regret")
 DEFAULTS = {
     "seeds": 16,
     "key": 0,
@@ -91,7 +95,7 @@ class AlgorithmConfig:
     params: dict[str, Any]  # every factory parameter, defaults filled in
     iterations: int
     eval_every: int
-    evaluate: str  # "average" | "current"
+    evaluate: str  # one of EVALUATE
     init_scale: float  # deterministic solvers only: initial regrets U[0, init_scale)
 
     @property
@@ -235,7 +239,7 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
         if raw.get("eval_every") is None
         else _int("eval_every", raw["eval_every"], 1, MAX_ITERATIONS)
     )
-    study_evaluate = _choice("evaluate", get("evaluate"), ("average", "current"))
+    study_evaluate = _choice("evaluate", get("evaluate"), EVALUATE)
     study_scale = _float("init_scale", get("init_scale"), 0.0)
 
     entries = raw.get("algorithms")
@@ -295,7 +299,7 @@ def from_dict(raw: dict[str, Any]) -> StudyConfig:
                 evaluate=_choice(
                     f"evaluate ({where})",
                     entry.get("evaluate", study_evaluate),
-                    ("average", "current"),
+                    EVALUATE,
                 ),
                 init_scale=_init_scale(where, entry.get("init_scale", study_scale), x64),
                 given=given,

@@ -8,6 +8,8 @@ Public API::
     games_tensor.compile(MyRules())                   # compile your own rules
     games_tensor.from_openspiel("kuhn_poker")         # any small OpenSpiel game
     games_tensor.step.load("liars_dice", dice0=2, dice1=2)  # step form (too large to compile)
+
+    games_tensor.check_abstraction(game)              # imperfect recall: well-formed?
 """
 
 from games_tensor import games as _games  # noqa: F401  (registers the built-in games)
@@ -17,6 +19,7 @@ from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta, uniform_policy
 from games_tensor._openspiel import from_openspiel, from_tabular_policy, to_tabular_policy
 from games_tensor._registry import available, make_rules, register
 from games_tensor._rules import Rules, check_range
+from games_tensor._wellformed import AbstractionCheck, check_abstraction
 
 
 def load(name: str, *, max_histories: int = DEFAULT_MAX_HISTORIES, **params) -> Game:
@@ -30,6 +33,7 @@ def load(name: str, *, max_histories: int = DEFAULT_MAX_HISTORIES, **params) -> 
 
 
 __all__ = [
+    "AbstractionCheck",
     "CHANCE",
     "DEFAULT_MAX_HISTORIES",
     "TERMINAL",
@@ -38,6 +42,7 @@ __all__ = [
     "GameTooLargeError",
     "Rules",
     "available",
+    "check_abstraction",
     "check_range",
     "compile",
     "from_openspiel",

@@ -377,6 +377,13 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         "node_depth": node_depth.astype(np.int32),
         "legal_mask": legal_mask,
         "abstract_legal_mask": abstract_legal,
+        # for host-side layouts of abstraction keying and chance sampling (jaxcfr)
+        "abstract_infoset": abstract_infoset.astype(np.int32),
+        "sf_seq0": sf_seq0.astype(np.int32),
+        "sf_seq1": sf_seq1.astype(np.int32),
+        "node_public_state": node_public.astype(np.int32),
+        "block_rows": blocks[0],
+        "block_cols": blocks[1],
         "sf_payoff": sf_payoff,
         "node_chance_probs": node_chance_probs,
         "node_utility": node_utility,

@@ -24,9 +24,16 @@ Search bots and matches (jaxcfr.search)::
 Regret-based pruning (jaxcfr.pruning)::
 
     jaxcfr.cfr(pruning="total", threshold=0.1)
+
+Imperfect recall (Lanctot et al. 2012): solvers key their tables by a game's
+abstraction (``keying="auto"|"abstract"|"full"``); ``jaxcfr.full_game_regret(game,
+state)`` is the full game's regret measure (``full_average=True`` solvers)::
+
+    jaxcfr.run(jaxcfr.cfr(full_average=True), game, 1000, 100, evaluate="full_regret")
 """
 
 from jaxcfr import pruning  # regret-based pruning (subpackage)
+from jaxcfr._abstraction import AbstractCFRState, full_game_regret
 from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
 from jaxcfr._evaluation import (
     CounterfactualValues,
@@ -47,6 +54,7 @@ from jaxcfr.mcts import MCTSState, smooth_uct, uct
 from jaxcfr.search import Bot, View, ismcts, oos, play, random_bot, root_view, view_of
 
 __all__ = [
+    "AbstractCFRState",
     "Bot",
     "CFRState",
     "CounterfactualValues",
@@ -67,6 +75,7 @@ __all__ = [
     "exploitability",
     "external_sampling",
     "ismcts",
+    "full_game_regret",
     "linear_cfr",
     "make_cfr_solver",
     "nash_conv",
@@ -75,7 +84,6 @@ __all__ = [
     "pcfr_plus",
     "play",
     "random_bot",
-
     "pruning",
     "regret_matching",
     "root_view",

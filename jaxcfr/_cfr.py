@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 
 from games_tensor import Game
+from jaxcfr import _abstraction as abst
+from jaxcfr import _chance_sampling
 from jaxcfr import _sequence_form as sf
 from jaxcfr._solver import (
     Solver,
@@ -107,27 +109,47 @@ def weight_discounted(gamma) -> AveragingWeight:
 # The iteration runs on each player's action-major [A, n_p] blocks (the kernel's
 # layout, see ``jaxcfr._sequence_form``); the [I, A] state is transposed in and out
 # once per update.
-def _policy(game, player, regrets, prediction, predictive: bool):
+# Tables keyed by an abstraction (``jaxcfr._abstraction``) hold ``[A, m_p]`` blocks of
+# abstract infosets; ``view`` expands them to the full infosets and sums back.
+def _policy(game, player, regrets, prediction, predictive: bool, view):
     """Regret matching of a player's ``[A, n_p]`` regrets (plus the prediction)."""
     regrets = regrets + prediction if predictive else regrets
-    uniform = game.legal_uniform[game.player_slice(player)].T.astype(regrets.dtype)
-    return regret_matching(regrets, sf.legal_block(game, player), uniform, axis=0)
+    uniform = view.uniform(game, player).astype(regrets.dtype)
+    return regret_matching(regrets, view.legal(game, player), uniform, axis=0)
 
 
-def _player_update(game, policy, table, player, blocks, t, regret_update, weight, predictive):
+def _player_update(
+    game,
+    policy,
+    table,
+    player,
+    blocks,
+    t,
+    regret_update,
+    weight,
+    predictive,
+    view,
+):
     """New ``[A, n_p]`` (regrets, strategy_sum, prediction) of ``player`` from its policy
-    block and the ``[A, I + 1]`` plan table of the profile."""
-    regrets, ssum, pred = blocks
+    block and the ``[A, I + 1]`` plan table of the profile; with an abstract ``view``,
+    blocks are ``[A, m_p]`` and a 4th block (the full ``[A, n_p]`` average) is updated
+    too when present."""
+    regrets, ssum, pred = blocks[:3]
+    full_policy = view.expand(game, player, policy)
     g = sf.terminal_values(game, table, player)
-    bu = sf.bottom_up(game, g, player, policy, sf.combine_policy)
+    bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy)
     mask = sf.legal_block(game, player)
     inst = jnp.where(mask, bu.action_values - over_actions(bu.infoset_values, mask.shape), 0.0)
     w, decay = weight(t)
     reach = sf.own_reach(game, table, player)
+    full = [(b + over_actions(w * reach, mask.shape) * full_policy) * decay for b in blocks[3:]]
+    inst, reach = view.reduce(game, player, inst), view.reduce(game, player, reach)
+    mask = view.legal(game, player)
     new_regrets = jnp.where(mask, regret_update(regrets, inst, t), 0.0)
     new_ssum = (ssum + over_actions(w * reach, mask.shape) * policy) * decay
     new_pred = inst if predictive else pred
-    return tuple(x.astype(regrets.dtype) for x in (new_regrets, new_ssum, new_pred))
+    out = (new_regrets, new_ssum, new_pred, *full)
+    return tuple(x.astype(regrets.dtype) for x in out)
 
 
 def make_cfr_solver(
@@ -139,49 +161,85 @@ def make_cfr_solver(
     predictive: bool = False,
     hyperparams: tuple = (),
     builtin: bool = False,
+    keying: str = "auto",
+    chance_sampling: bool = False,
+    full_average: bool = False,
 ) -> Solver:
     """Assemble a full-width CFR variant from its pieces (see the module docstring).
     ``hyperparams`` name the variant's own settings; ``alternating`` is added.
     ``builtin`` (the library's factories only) lets ``run`` share compiled code by
-    name and hyper-parameters; custom pieces are cached per Solver object."""
+    name and hyper-parameters; custom pieces are cached per Solver object.
+
+    Imperfect recall (Lanctot et al. 2012; ``jaxcfr._abstraction``): ``keying="auto"``
+    keys the tables by the game's abstraction when it has one (state
+    :class:`~jaxcfr._abstraction.AbstractCFRState`, ``[J, A]`` tables), ``"abstract"``
+    requires one, ``"full"`` ignores it. ``full_average`` (abstract keying) also
+    accumulates the full game's average ``[I, A]`` for :func:`jaxcfr.full_game_regret`.
+    ``chance_sampling`` samples one outcome per chance node each iteration
+    (``jaxcfr._chance_sampling``); ``update`` then takes a key."""
     check_bool("alternating", alternating)
+    abst.check_keying(keying)
+    check_bool("chance_sampling", chance_sampling)
+    check_bool("full_average", full_average)
     hyperparams = tuple(hyperparams) + (("alternating", alternating),)
+    for opt, value, default in (
+        ("keying", keying, "auto"),
+        ("chance_sampling", chance_sampling, False),
+        ("full_average", full_average, False),
+    ):
+        if value != default:  # the defaults keep the names of the existing solvers
+            hyperparams += ((opt, value),)
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> CFRState:
         """Zero regrets (uniform first policy), or uniform random regrets in [0, scale)
         drawn from ``key`` when ``scale > 0`` (for seed studies of deterministic solvers)."""
-        shape = (game.num_infosets, game.num_actions)
+        view = abst.view(game, keying)
+        shape = (view.num_rows(game), game.num_actions)
         dtype = game.sf_payoff.dtype
         regrets = jnp.zeros(shape, dtype)
         if key is not None and scale > 0:
-            regrets = jnp.where(game.legal_mask, jax.random.uniform(key, shape, dtype) * scale, 0.0)
+            legal = jnp.concatenate([view.legal(game, p).T for p in (0, 1)])
+            regrets = jnp.where(legal, jax.random.uniform(key, shape, dtype) * scale, 0.0)
         zeros = jnp.zeros(shape, dtype)
+        if isinstance(view, abst.AbstractView):
+            rows = game.num_infosets if full_average else 0
+            full = jnp.zeros((rows, game.num_actions), dtype)
+            return abst.AbstractCFRState(regrets, zeros, zeros, jnp.zeros((), jnp.int32), full)
         return CFRState(regrets, zeros, zeros, jnp.zeros((), jnp.int32))
 
-    def update(game: Game, state: CFRState) -> CFRState:
-        check_state(game, state)
+    def update(game: Game, state: CFRState, key=None) -> CFRState:
+        view = abst.view(game, keying)
+        check_state(game, state, view.num_rows(game))
+        if chance_sampling:
+            game = _chance_sampling.sampled_game(game, key)
         t = state.iteration + 1
         fields = (state.regrets, state.strategy_sum, state.prediction)
-        blocks = [tuple(x[game.player_slice(p)].T for x in fields) for p in (0, 1)]
-        pieces = (t, regret_update, weight, predictive)
-        policy = [_policy(game, p, blocks[p][0], blocks[p][2], predictive) for p in (0, 1)]
-        plan1 = sf.plan_block(game, policy[1], 1)
-        table = sf.plan_table(sf.plan_block(game, policy[0], 0), plan1)
+        blocks = [tuple(x[view.rows(game, p)].T for x in fields) for p in (0, 1)]
+        full = getattr(state, "full_strategy_sum", None)
+        if full is not None and full.shape[0]:
+            blocks = [b + (full[game.player_slice(p)].T,) for p, b in enumerate(blocks)]
+        pieces = (t, regret_update, weight, predictive, view)
+        policy = [_policy(game, p, blocks[p][0], blocks[p][2], predictive, view) for p in (0, 1)]
+        plan1 = sf.plan_block(game, view.expand(game, 1, policy[1]), 1)
+        table = sf.plan_table(sf.plan_block(game, view.expand(game, 0, policy[0]), 0), plan1)
         blocks[0] = _player_update(game, policy[0], table, 0, blocks[0], *pieces)
         if alternating:  # P2 sees P1's new policy; P2's plan block is unchanged
-            policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive)
-            table = sf.plan_table(sf.plan_block(game, policy0, 0), plan1)
+            policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive, view)
+            table = sf.plan_table(sf.plan_block(game, view.expand(game, 0, policy0), 0), plan1)
         blocks[1] = _player_update(game, policy[1], table, 1, blocks[1], *pieces)
         new = [jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True)]
         if not predictive:  # the prediction stays zero: pass it through untouched
             new[2] = state.prediction
+        if isinstance(state, abst.AbstractCFRState):
+            extra = new[3] if len(new) > 3 else state.full_strategy_sum
+            return abst.AbstractCFRState(*new[:3], t, extra)
         return CFRState(*new, t)
 
     return Solver(
         init=init,
         update=update,
         name=name,
-        needs_key=False,
+        needs_key=chance_sampling,
         hyperparams=hyperparams,
         cache_key=builtin_cache_key(name, hyperparams) if builtin else None,
     )
@@ -192,6 +250,9 @@ def cfr(
     pruning: str | None = None,
     threshold: float = 0.05,
     check_every: int = 10,
+    keying: str = "auto",
+    chance_sampling: bool = False,
+    full_average: bool = False,
 ) -> Solver:
     """Vanilla CFR (Zinkevich et al. 2007): regret matching, uniform averaging.
 
@@ -201,6 +262,13 @@ def cfr(
       pruning: None, or regret-based pruning ``"partial"``, ``"interval"``, ``"total"``
         (or ``"none"``: counting only), with Total RBP's average threshold C
         ``threshold`` and ``check_every``; see :func:`jaxcfr.pruning.regret_pruning`.
+      keying: ``"auto"`` (tables keyed by the game's imperfect-recall abstraction when it
+        has one), ``"abstract"`` or ``"full"`` (Lanctot et al. 2012; every factory of
+        the family takes it).
+      chance_sampling: sample one outcome per chance node each iteration (the update
+        then takes a key).
+      full_average: with abstract keying, also accumulate the full game's ``[I, A]``
+        average for :func:`jaxcfr.full_game_regret`.
     Returns:
       A :class:`Solver`; ``init(game) -> CFRState``, ``update(game, state) -> CFRState``.
 
@@ -213,7 +281,14 @@ def cfr(
         jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
     """
     solver = make_cfr_solver(
-        "cfr", regret_sum, weight_power(0), alternating=alternating, builtin=True
+        "cfr",
+        regret_sum,
+        weight_power(0),
+        alternating=alternating,
+        builtin=True,
+        keying=keying,
+        chance_sampling=chance_sampling,
+        full_average=full_average,
     )
     return _with_pruning(solver, pruning, threshold, check_every)
 
@@ -223,12 +298,23 @@ def cfr_plus(
     pruning: str | None = None,
     threshold: float = 0.05,
     check_every: int = 10,
+    keying: str = "auto",
+    chance_sampling: bool = False,
+    full_average: bool = False,
 ) -> Solver:
     """CFR+ (Tammelin 2014): regret-matching+ (regrets floored at 0), alternating
     updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver.
-    ``pruning``, ``threshold``, ``check_every``: regret-based pruning, as in :func:`cfr`."""
+    ``pruning``, ``threshold``, ``check_every``: regret-based pruning; ``keying``,
+    ``chance_sampling``, ``full_average``: imperfect-recall options; as in :func:`cfr`."""
     solver = make_cfr_solver(
-        "cfr_plus", regret_plus, weight_power(1), alternating=alternating, builtin=True
+        "cfr_plus",
+        regret_plus,
+        weight_power(1),
+        alternating=alternating,
+        builtin=True,
+        keying=keying,
+        chance_sampling=chance_sampling,
+        full_average=full_average,
     )
     return _with_pruning(solver, pruning, threshold, check_every)
 
@@ -243,7 +329,12 @@ def _with_pruning(solver: Solver, pruning, threshold, check_every) -> Solver:
     return regret_pruning(solver, pruning, threshold=threshold, check_every=check_every)
 
 
-def linear_cfr(alternating: bool = True) -> Solver:
+def linear_cfr(
+    alternating: bool = True,
+    keying: str = "auto",
+    chance_sampling: bool = False,
+    full_average: bool = False,
+) -> Solver:
     """Linear CFR (Brown & Sandholm 2019): iteration t's regrets and average-strategy
     contributions weighted by t; identical to ``dcfr(alpha=1, beta=1, gamma=1)``."""
     return make_cfr_solver(
@@ -252,10 +343,21 @@ def linear_cfr(alternating: bool = True) -> Solver:
         weight_discounted(1.0),
         alternating=alternating,
         builtin=True,
+        keying=keying,
+        chance_sampling=chance_sampling,
+        full_average=full_average,
     )
 
 
-def dcfr(alpha=1.5, beta=0.0, gamma=2.0, alternating: bool = True) -> Solver:
+def dcfr(
+    alpha=1.5,
+    beta=0.0,
+    gamma=2.0,
+    alternating: bool = True,
+    keying: str = "auto",
+    chance_sampling: bool = False,
+    full_average: bool = False,
+) -> Solver:
     """Discounted CFR (Brown & Sandholm 2019). Each iteration t, positive cumulative
     regrets are scaled by t^alpha/(t^alpha+1), negative ones by t^beta/(t^beta+1), and
     the average-strategy sum by (t/(t+1))^gamma. Defaults are the paper's (1.5, 0, 2).
@@ -273,10 +375,19 @@ def dcfr(alpha=1.5, beta=0.0, gamma=2.0, alternating: bool = True) -> Solver:
         alternating=alternating,
         hyperparams=(("alpha", alpha), ("beta", beta), ("gamma", gamma)),
         builtin=True,
+        keying=keying,
+        chance_sampling=chance_sampling,
+        full_average=full_average,
     )
 
 
-def pcfr_plus(alternating: bool = True, averaging_power=2) -> Solver:
+def pcfr_plus(
+    alternating: bool = True,
+    averaging_power=2,
+    keying: str = "auto",
+    chance_sampling: bool = False,
+    full_average: bool = False,
+) -> Solver:
     """Predictive CFR+ (Farina, Kroer & Sandholm 2021): RM+ regrets, current policy
     RM+(R + m) with the prediction m = last instantaneous regret; average weighted by
     t^averaging_power (2 = quadratic averaging, the paper's choice)."""
@@ -289,4 +400,7 @@ def pcfr_plus(alternating: bool = True, averaging_power=2) -> Solver:
         predictive=True,
         hyperparams=(("averaging_power", averaging_power),),
         builtin=True,
+        keying=keying,
+        chance_sampling=chance_sampling,
+        full_average=full_average,
     )

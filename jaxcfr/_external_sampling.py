@@ -32,6 +32,7 @@ import numpy as np
 
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
+from jaxcfr import _abstraction as abst
 from jaxcfr import _sampling as smp
 from jaxcfr._solver import Solver, builtin_cache_key, check_state
 
@@ -248,11 +249,16 @@ def _sampled_rows(game: Game, regrets, key, player: int):
     return rows
 
 
-def external_sampling() -> Solver:
+def external_sampling(keying: str = "auto") -> Solver:
     """External-sampling MCCFR with alternating updates and simple averaging.
 
     One iteration = one traversal per player (P1's, then P2's with P1's new
     regrets), as OpenSpiel's C++ solver counts.
+
+    Args:
+      keying: ``"auto"`` (default: tables keyed by the game's imperfect-recall
+        abstraction when it has one, ``[J, A]``; ``jaxcfr._abstraction``), ``"abstract"``
+        or ``"full"``.
 
     Returns:
       A :class:`Solver` with ``init(game) -> MCCFRState`` (zero ``regrets`` [I, A],
@@ -270,13 +276,18 @@ def external_sampling() -> Solver:
         jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
     """
 
+    abst.check_keying(keying)
+    hyper = (("keying", keying),) if keying != "auto" else ()
+
     def init(game: Game) -> smp.MCCFRState:
+        game = abst.keyed_game(game, keying)
         layout(game, 0)  # the static traversal layouts and level kinds, on the host
         layout(game, 1)
         smp.level_kinds(game)
         return smp.init_state(game)
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
+        game = abst.keyed_game(game, keying)
         check_state(game, state)
         regrets, strategy_sum = state.regrets, state.strategy_sum
         tables = smp.node_tables(game)
@@ -293,5 +304,6 @@ def external_sampling() -> Solver:
         update=update,
         name="external_sampling",
         needs_key=True,
-        cache_key=builtin_cache_key("external_sampling", ()),
+        hyperparams=hyper,
+        cache_key=builtin_cache_key("external_sampling", hyper),
     )

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from games_tensor import Game
 from games_tensor._game import CHANCE
+from jaxcfr import _abstraction as abst
 from jaxcfr import _sampling as smp
 from jaxcfr._solver import Solver, builtin_cache_key, check_bool, check_number, check_state
 
@@ -165,7 +166,7 @@ def _sampled_rows(game: Game, regrets, key, player: int, epsilon=0.6, alternatin
     return _trajectory(game, smp.node_tables(game), regrets, u, epsilon, alternating, player)
 
 
-def outcome_sampling(epsilon=0.6, alternating: bool = True) -> Solver:
+def outcome_sampling(epsilon=0.6, alternating: bool = True, keying: str = "auto") -> Solver:
     """Outcome-sampling MCCFR with epsilon-on-policy exploration (ALGORITHMS.md 2.4).
 
     One iteration samples two trajectories, as OpenSpiel's C++ solver counts:
@@ -179,6 +180,9 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True) -> Solver:
       epsilon: exploration in (0, 1]: the update player samples from
         ``epsilon * Unif(A(I)) + (1 - epsilon) * sigma(I)``. Default 0.6 (OpenSpiel).
       alternating: True (default) alternating updates; False parallel OS.
+      keying: ``"auto"`` (default: tables keyed by the game's imperfect-recall
+        abstraction when it has one, ``[J, A]``; ``jaxcfr._abstraction``), ``"abstract"``
+        or ``"full"``.
 
     Returns:
       A :class:`Solver` with ``init(game) -> MCCFRState`` (zero ``regrets`` [I, A],
@@ -197,12 +201,15 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True) -> Solver:
     """
     check_number("epsilon", epsilon, 0.0, 1.0, lo_open=True)
     check_bool("alternating", alternating)
+    abst.check_keying(keying)
 
     def init(game: Game) -> smp.MCCFRState:
+        game = abst.keyed_game(game, keying)
         smp.level_kinds(game)  # remember what each depth holds (static pruning of the walk)
         return smp.init_state(game)
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
+        game = abst.keyed_game(game, keying)
         check_state(game, state)
         D = game.meta.max_depth
         regrets, strategy_sum = state.regrets, state.strategy_sum
@@ -215,6 +222,8 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True) -> Solver:
         return smp.MCCFRState(regrets, strategy_sum, state.iteration + 1)
 
     hyper = (("epsilon", epsilon), ("alternating", alternating))
+    if keying != "auto":
+        hyper += (("keying", keying),)
     return Solver(
         init=init,
         update=update,

@@ -36,6 +36,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from games_tensor import Game
+from jaxcfr._abstraction import full_game_regret
 from jaxcfr._evaluation import br_values_unchecked
 from jaxcfr._solver import Solver, average_policy, current_policy
 
@@ -163,7 +164,9 @@ def run(
       num_seeds: runs per hyper-parameter setting.
       hparams: optional dict of equal-length 1-D arrays, a grid of G settings vmapped
         together with the seeds, e.g. ``{"alpha": jnp.array([1.0, 1.5, 2.0])}``.
-      evaluate: ``"average"`` (default) or ``"current"`` policy.
+      evaluate: ``"average"`` (default) or ``"current"`` policy, ``"full_regret"``
+        (:func:`jaxcfr.full_game_regret`, the full-game regret of an abstraction-keyed
+        run), or a jittable ``fn(game, state) -> scalar`` reported in place of NashConv.
       init_scale: for deterministic solvers, draw initial regrets uniformly in
         [0, init_scale) from the seed key (0 = all seeds identical).
       devices: devices to shard the batch over (default: all local devices).
@@ -186,8 +189,13 @@ def run(
         if not _is_integer(value) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     num_iterations, eval_every, num_seeds = int(num_iterations), int(eval_every), int(num_seeds)
-    if evaluate not in ("average", "current"):
-        raise ValueError(f"evaluate must be 'average' or 'current', got {evaluate!r}")
+    if evaluate == "full_regret":
+        evaluate = full_game_regret
+    if not callable(evaluate) and evaluate not in ("average", "current"):
+        raise ValueError(
+            "evaluate must be 'average', 'current', 'full_regret' or a function "
+            f"(game, state) -> scalar, got {evaluate!r}"
+        )
     factory, solver_key = _as_factory(solver, hparams)
     grid = {} if hparams is None else {k: jnp.asarray(v) for k, v in hparams.items()}
     sizes = {v.shape[0] if v.ndim else -1 for v in grid.values()}
@@ -231,6 +239,8 @@ def run(
             return carry, None
 
         st, _ = jax.lax.scan(body, st, None, length=length)
+        if callable(evaluate):
+            return st, evaluate(game, st)
         return st, _nash_conv_unchecked(game, policy_fn(game, st))
 
     sharding = _sharding(devices, B)

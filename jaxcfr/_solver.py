@@ -89,10 +89,11 @@ def check_bool(name: str, value) -> None:
         raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
-def check_state(game: Game, state) -> None:
+def check_state(game: Game, state, rows: int | None = None) -> None:
     """Raise ``ValueError`` (at trace time) unless the state's tables are ``[I, A]``
-    of ``game`` (e.g. a state batched by ``vmap`` passed to an unbatched update)."""
-    shape = (game.num_infosets, game.num_actions)
+    of ``game`` (e.g. a state batched by ``vmap`` passed to an unbatched update);
+    ``rows`` replaces I for tables keyed by an abstraction (``[J, A]``)."""
+    shape = (game.num_infosets if rows is None else rows, game.num_actions)
     for name in ("regrets", "strategy_sum"):
         got = tuple(getattr(state, name).shape)
         if got != shape:
@@ -145,9 +146,23 @@ def over_actions(x: jax.Array, shape) -> jax.Array:
     return jax.lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
 
 
+def _full_rows(game: Game, table: jax.Array) -> jax.Array:
+    """``[I, A]`` rows of a table keyed by the game's abstraction (``[J, A]``)."""
+    if table.shape[0] == game.num_infosets:
+        return table
+    return table[game.abstract_infoset]
+
+
 def average_policy(game: Game, state) -> jax.Array:
-    """The average policy ``[I, A]`` (normalized ``strategy_sum``) of any solver's state."""
-    return normalize_rows(state.strategy_sum, game.legal_mask, game.legal_uniform)
+    """The average policy ``[I, A]`` (normalized ``strategy_sum``) of any solver's state.
+
+    For a state keyed by an abstraction: the full game's average when the state
+    accumulates it (``full_strategy_sum`` [I, A]), else each full infoset gets its
+    abstract infoset's average."""
+    ssum = getattr(state, "full_strategy_sum", None)
+    if ssum is None or ssum.shape[0] != game.num_infosets:
+        ssum = _full_rows(game, state.strategy_sum)
+    return normalize_rows(ssum, game.legal_mask, game.legal_uniform)
 
 
 def current_policy(game: Game, state) -> jax.Array:
@@ -157,4 +172,4 @@ def current_policy(game: Game, state) -> jax.Array:
     prediction = getattr(state, "prediction", None)
     if prediction is not None:
         regrets = regrets + prediction
-    return regret_matching(regrets, game.legal_mask, game.legal_uniform)
+    return regret_matching(_full_rows(game, regrets), game.legal_mask, game.legal_uniform)

@@ -245,6 +245,9 @@ def test_algorithm_entries():
         "beta": 0.0,
         "gamma": 2.0,
         "alternating": True,
+        "keying": "auto",
+        "chance_sampling": False,
+        "full_average": False,
     }
     assert cfg.skipped == ("not_an_algorithm_yet",)
     assert (cfg.algorithms[2].iterations, cfg.algorithms[2].eval_every) == (100, 5)

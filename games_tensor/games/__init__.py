@@ -8,4 +8,5 @@ from games_tensor.games import (
     leduc_poker,  # noqa: F401
     liars_dice,  # noqa: F401
     nonlocality,  # noqa: F401
+    recall_counterexample,  # noqa: F401
 )

@@ -64,7 +64,7 @@ class LiarsDice(Rules):
         check_range("dice1", dice1, 1)
         check_range("faces", faces, 2)
         if recall is not None:
-            check_range("recall", recall, 1)
+            check_range("recall", recall, 1, (dice0 + dice1) * faces)
         self.dice0 = dice0
         self.dice1 = dice1
         self.faces = faces

@@ -1,0 +1,96 @@
+"""Abstraction-keyed CFR against full CFR on the same game: iterations/s and state bytes.
+
+``python -m experiments.benchmarks abstraction``. For each game with an imperfect-recall
+abstraction (DRP-IR; LD(1,1) with the last-r-bids abstraction) it times, in the same
+process, CFR keyed by the full infosets (``keying="full"``), by the abstract ones
+(``keying="abstract"``: ``[J, A]`` tables) and abstract with the full-game average for
+the measure (``full_average=True``: one extra ``[I, A]`` table). Single-run
+``lax.scan``-compiled steady state, best of 3 (``experiments.benchmarks.cfr.measure_jax``),
+compile time separately; state bytes are the solver state's array bytes. On a shared
+machine compare the ratios, not the rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import numpy as np
+
+import games_tensor as gt
+import jaxcfr
+from experiments.benchmarks.cfr import measure_jax
+from experiments.sizes import format_table
+
+GAMES = {
+    "DRP-IR": ("die_roll_poker", {"abstraction": "ir"}),
+    "LD(1,1) r=4": ("liars_dice", {"recall": 4}),
+    "LD(1,1) r=1": ("liars_dice", {"recall": 1}),
+}
+VARIANTS = (
+    ("full", {"keying": "full"}),
+    ("abstract", {"keying": "abstract"}),
+    ("abstract+full avg", {"keying": "abstract", "full_average": True}),
+)
+
+
+def state_bytes(solver, game) -> int:
+    """Bytes of the arrays of ``solver``'s state on ``game``."""
+    return sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(solver.init(game)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.benchmarks abstraction",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--games", default=";".join(GAMES), help="';'-separated labels")
+    parser.add_argument("--algorithm", default="cfr", help="a CFR-family factory of jaxcfr")
+    parser.add_argument("--alternating", action=argparse.BooleanOptionalAction, default=True)
+    args = parser.parse_args(argv)
+    rows = []
+    for label in args.games.split(";"):
+        name, params = GAMES[label]
+        game = gt.load(name, **params)
+        length = int(np.clip(2e7 / game.sizes["histories"] / 10, 2, 2000))
+        base_rate = base_bytes = None
+        for variant, opts in VARIANTS:
+            solver = getattr(jaxcfr, args.algorithm)(alternating=args.alternating, **opts)
+            compile_s, rate = measure_jax(solver, game, 1, length)
+            nbytes = state_bytes(solver, game)
+            base_rate = base_rate or rate
+            base_bytes = base_bytes or nbytes
+            rows.append(
+                [
+                    label,
+                    variant,
+                    f"{compile_s:.2f}",
+                    f"{rate:,.0f}",
+                    f"{rate / base_rate:.2f}",
+                    f"{nbytes:,}",
+                    f"{nbytes / base_bytes:.3f}",
+                ]
+            )
+            print(" | ".join(rows[-1]), flush=True)
+    print()
+    dev = jax.devices()[0]
+    print(f"device: {dev.platform} ({dev.device_kind}), algorithm {args.algorithm}, float32")
+    print(
+        format_table(
+            [
+                "game",
+                "keying",
+                "compile s",
+                "it/s",
+                "it/s vs full",
+                "state bytes",
+                "bytes vs full",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

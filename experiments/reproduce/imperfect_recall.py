@@ -1,0 +1,367 @@
+"""Lanctot, Gibson, Burch, Zinkevich, Bowling, "No-Regret Learning in Extensive-Form Games
+with Imperfect Recall" (ICML 2012): Table 1, Fig. 1 (i) and (iii), the Section 7
+counterexample (Fig. 2).
+
+The measure everywhere is the paper's: the sum of both players' average regrets in the
+full (perfect-recall) game, ``jaxcfr.full_game_regret`` (NashConv of the full game's
+average realization plan, accumulated per full infoset: ``full_average=True``). The
+solver is CFR keyed by the abstraction with simultaneous updates, as the paper's
+("both players updated every iteration"). The paper's chance-sampled CFR with millions
+of iterations is replaced by vanilla (full-width) CFR from the uniform profile: exact and
+deterministic (one run, no confidence interval needed), so floors show within thousands
+of iterations; the full mode adds chance-sampled curves (seeds, 95% CIs) for Fig. 1 (i).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+import games_tensor as gt
+import jaxcfr
+from experiments.reproduce import Context, Target
+from experiments.reproduce._stats import mean_ci95
+
+PAPER = "Lanctot, Gibson, Burch, Zinkevich, Bowling, ICML 2012"
+BYTES_PER_HISTORY = 600  # the compiler's own estimate (games_tensor._compile)
+MEMORY_LIMIT_GIB = 4.0
+
+
+# ------------------------------------------------------------------ helpers
+def _curves(game, *, iterations, eval_every, seeds, chance_sampling=False, keying="auto"):
+    """(iterations [E], full-game regret [seeds, E], seconds) of simultaneous CFR."""
+    solver = jaxcfr.cfr(
+        alternating=False, keying=keying, full_average=True, chance_sampling=chance_sampling
+    )
+    t0 = time.perf_counter()
+    res = jaxcfr.run(
+        solver,
+        game,
+        iterations,
+        eval_every,
+        num_seeds=seeds,
+        init_scale=0.0,
+        evaluate="full_regret",
+    )
+    return res.iterations, np.asarray(res.nash_conv, np.float64), time.perf_counter() - t0
+
+
+def _plot(path, series, *, title, ylabel="full-game regret (sum of both players)"):
+    """series: (label, x [E], y [S, E] or [E], style dict)."""
+    fig = Figure(figsize=(8.0, 5.0), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for label, x, y, style in series:
+        y = np.asarray(y, np.float64)
+        if y.ndim == 2:
+            mean = y.mean(0)
+            ax.plot(x, mean, label=label, **style)
+            if y.shape[0] > 1:
+                ax.fill_between(x, y.min(0), y.max(0), alpha=0.2, color=style.get("color"))
+        else:
+            ax.plot(x, y, label=label, **style)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("CFR iterations")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.savefig(path)
+    return path
+
+
+def _fmt_ci(values):
+    mean, half = mean_ci95(values)
+    return f"{mean:.4g}" + ("" if np.isnan(half) else f" ± {half:.2g}")
+
+
+# ------------------------------------------------------------------ DRP-3 size (App. B)
+def _betting(raises_max=2):
+    """DRP's betting round (GAMES.md 1.8): (decision nodes, fold leaves, round closes)."""
+    decisions = folds = closes = 0
+    stack = [("", 0)]
+    while stack:
+        hist, raises = stack.pop()
+        decisions += 1
+        facing = hist.endswith("r")
+        if facing:
+            folds += 1
+        for a in "cr" if raises < raises_max else "c":
+            h = hist + a
+            if a == "c" and len(h) >= 2:
+                closes += 1
+            else:
+                stack.append((h, raises + (a == "r")))
+    return decisions, folds, closes
+
+
+@lru_cache
+def drp_histories(rounds: int) -> int:
+    """|H| of Die-Roll Poker with ``rounds`` rounds (a die per player per round)."""
+    decisions, folds, closes = _betting()
+
+    def from_round(r):
+        after = 1 if r == rounds else from_round(r + 1)  # showdown terminal or next round
+        betting = decisions + folds + closes * after
+        return 1 + 6 * (1 + 6 * betting)  # P1's roll, P2's roll, the betting
+
+    return from_round(1)
+
+
+# ------------------------------------------------------------------ Table 1
+def _size_row(label, game, verdict=""):
+    s = game.sizes
+    pairs, apairs = s["infoset_actions"], s.get("abstract_infoset_actions", s["infoset_actions"])
+    saved = 1 - apairs / pairs
+    return (
+        f"| {label} | {s['histories']:,} | {s['infosets']:,} | {pairs:,} | "
+        f"{s.get('abstract_infosets', s['infosets']):,} | {apairs:,} | {100 * saved:.1f}% | "
+        f"{verdict} |"
+    )
+
+
+def _verdict(game):
+    c = gt.check_abstraction(game)
+    if c.verdict == "skew well-formed":
+        return f"skew well-formed, delta = {c.delta:.4g}"
+    if c.verdict == "not well-formed":
+        return f"not well-formed: ({c.condition}) fails"
+    return c.verdict
+
+
+def run_table1(ctx: Context) -> str:
+    rows = [
+        "| game | \\|H\\| | \\|I\\| full | (I,a) full | \\|I\\| abstract | (I,a) abstract | "
+        "memory saved | checker |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    drp_ir = gt.load("die_roll_poker", abstraction="ir")
+    rows.append(_size_row("DRP / DRP-IR", drp_ir, _verdict(drp_ir)))
+    skew = gt.load("die_roll_poker", abstraction="ir", skew=0.1)
+    rows.append(_size_row("Skew-DRP(0.1) / Skew-DRP-IR(0.1)", skew, _verdict(skew)))
+    recalls = (1, 2, 3, 4, 8) if ctx.quick else tuple(range(1, 13))
+    check_ld = {1, 4} if ctx.quick else set(recalls)
+    for r in recalls:
+        game = gt.load("liars_dice", recall=r)
+        verdict = _verdict(game) if r in check_ld else "(not checked in --quick)"
+        rows.append(_size_row(f"LD(1,1) = Bluff(1,1), last {r} bids", game, verdict))
+    cx = gt.load("recall_counterexample")
+    rows.append(_size_row("Section 7 counterexample (forget side)", cx, _verdict(cx)))
+    h3 = drp_histories(3)
+    gib = h3 * BYTES_PER_HISTORY / 2**30
+    rows += [
+        f"| DRP-3 / DRP-IR-3 (App. B) | {h3:,} (counted) | - | - | - | - | - | does not fit: "
+        f"about {gib:.1f} GiB to compile (> {MEMORY_LIMIT_GIB:g} GiB) |",
+        "| PTTT (full, FOSF, FOI, FOS, FOE) | about 1e10 (paper) | - | - | - | - | "
+        "paper: FOSF 20%, FOS 87% | does not fit the dense compiler (about 5.6 TiB) |",
+        "| Bluff(2,2), last r bids | about 1e10 (paper) | - | - | - | - | "
+        "paper: r = 8 saves 85% | does not fit the dense compiler (about 5.6 TiB) |",
+    ]
+    assert drp_histories(2) == drp_ir.sizes["histories"], "DRP history count check"
+    return "\n".join(
+        [
+            "Sizes of the compiled games (`game.sizes`); memory saved = 1 - abstract (I,a) "
+            "pairs / full (I,a) pairs (the regret and average tables). The last column is "
+            "`games_tensor.check_abstraction`. The paper's Table 1 values are not recovered "
+            "(REPRODUCTION.md 3.3); its headlines: DRP-IR saves 67% (derived), FOS 87%, "
+            "Bluff r = 8 85%.",
+            "",
+            *rows,
+            "",
+            f"DRP-3 history count: the betting-round recursion of `drp_histories` (checked "
+            f"against the compiled DRP: {drp_histories(2):,} histories); memory at the "
+            f"compiler's estimate of {BYTES_PER_HISTORY} bytes per history. DRP-IR-3 is "
+            "therefore not reproduced. PTTT and Bluff(2,2) have about 1e10 histories "
+            "(the paper), so their rows are not computed.",
+        ]
+    )
+
+
+# ------------------------------------------------------------------ Fig. 1 (i)
+DELTAS = (0.0, 0.01, 0.02, 0.05, 0.1)
+
+
+def run_fig1_drp(ctx: Context) -> str:
+    T, every, seeds = (2048, 128, 1) if ctx.quick else (32768, 1024, 1)
+    series, lines = [], []
+    styles = [{"color": f"C{i}"} for i in range(len(DELTAS) + 1)]
+    full_drp = gt.load("die_roll_poker")
+    x, y, sec = _curves(full_drp, iterations=T, eval_every=every, seeds=seeds)
+    series.append(("full DRP (CFR, no abstraction)", x, y, {"color": "k", "ls": "--"}))
+    lines.append(f"| full DRP | - | {_fmt_ci(y[:, -1])} | - | {sec:.0f} |")
+    finals, bounds = {}, {}
+    for i, delta in enumerate(DELTAS):
+        game = gt.load("die_roll_poker", abstraction="ir", skew=delta)
+        check = gt.check_abstraction(game)
+        x, y, sec = _curves(game, iterations=T, eval_every=every, seeds=seeds)
+        finals[delta] = y[:, -1]
+        util = game.meta.host["node_utility"][game.meta.host["node_player"] == gt.TERMINAL]
+        spread = float(util.max() - util.min())  # Delta_i (same for both players)
+        actions = int(game.meta.host["legal_mask"].sum(1).max())
+        bound = spread * check.K.sum() * np.sqrt(actions) / np.sqrt(x) + check.skew_term.sum()
+        bounds[delta] = bound[-1]
+        series.append((f"Skew-DRP-IR({delta:g})", x, y, styles[i]))
+        series.append((f"Theorem 2 bound ({delta:g})", x, bound, {**styles[i], "ls": ":"}))
+        lines.append(
+            f"| Skew-DRP-IR({delta:g}) | {check.verdict}, delta = {check.delta:.3g} | "
+            f"{_fmt_ci(y[:, -1])} | {bound[-1]:.3g} | {sec:.0f} |"
+        )
+    if not ctx.quick:  # the paper's variant: chance-sampled CFR
+        for delta in (0.0, 0.1):
+            game = gt.load("die_roll_poker", abstraction="ir", skew=delta)
+            x, y, sec = _curves(
+                game, iterations=4 * T, eval_every=4 * every, seeds=3, chance_sampling=True
+            )
+            series.append((f"CS-CFR Skew-DRP-IR({delta:g})", x, y, {"ls": "-."}))
+            lines.append(
+                f"| CS-CFR, delta {delta:g}, T = {4 * T} | | {_fmt_ci(y[:, -1])} | | {sec:.0f} |"
+            )
+    png = _plot(
+        ctx.out / "fig1_drp.png",
+        series,
+        title="Fig. 1 (i): Skew-DRP-IR(delta), simultaneous CFR, regret in the full DRP",
+    )
+    mono = all(
+        np.mean(finals[a]) <= np.mean(finals[b]) for a, b in zip(DELTAS, DELTAS[1:], strict=False)
+    )
+    return "\n".join(
+        [
+            f"Vanilla CFR keyed by the DRP-IR abstraction, simultaneous updates from the "
+            f"uniform profile, {T} iterations (deterministic: one run); full-game regret every "
+            f"{every}. Chance-sampled rows (full mode): 3 seeds, mean ± 95% CI. "
+            f"Plot: `{png.name}`.",
+            "",
+            "| game | checker | full-game regret at T | Theorem 2 bound at T | seconds |",
+            "|---|---|---|---|---|",
+            *lines,
+            "",
+            "Paper's headlines (no numbers recovered): well-formed DRP-IR reaches the same "
+            "regret as the full game; the floor grows with delta; the Theorem 2 bound is "
+            "very loose. Ours: DRP-IR (delta = 0) tracks full DRP; the regret at T "
+            f"{'grows' if mono else 'does NOT grow monotonically'} with delta; the bound at "
+            f"T is {min(bounds.values()):.3g} or more, against measured regrets below 1.",
+        ]
+    )
+
+
+# ------------------------------------------------------------------ Fig. 1 (iii)
+def run_fig1_ld(ctx: Context) -> str:
+    T, every, seeds = (2048, 128, 1) if ctx.quick else (16384, 1024, 1)
+    recalls = (1, 2, 4, 8) if ctx.quick else (1, 2, 3, 4, 6, 8, 10)
+    series, lines = [], []
+    x, y, sec = _curves(gt.load("liars_dice"), iterations=T, eval_every=every, seeds=seeds)
+    series.append(("LD(1,1), no abstraction", x, y, {"color": "k", "ls": "--"}))
+    lines.append(f"| full LD(1,1) | 49,140 | {_fmt_ci(y[:, -1])} | {sec:.0f} |")
+    finals = {}
+    for i, r in enumerate(recalls):
+        game = gt.load("liars_dice", recall=r)
+        x, y, sec = _curves(game, iterations=T, eval_every=every, seeds=seeds)
+        finals[r] = y[:, -1]
+        series.append((f"last {r} bids", x, y, {"color": f"C{i}"}))
+        pairs = game.sizes["abstract_infoset_actions"]
+        lines.append(f"| last {r} bids | {pairs:,} | {_fmt_ci(y[:, -1])} | {sec:.0f} |")
+    png = _plot(
+        ctx.out / "fig1_ld.png",
+        series,
+        title="Fig. 1 (iii) at LD(1,1): last-r-bids abstractions, regret in the full game",
+    )
+    ordered = [np.mean(finals[r]) for r in recalls]
+    mono = all(a >= b for a, b in zip(ordered, ordered[1:], strict=False))
+    return "\n".join(
+        [
+            f"LD(1,1) = Bluff(1,1) (Bluff(2,2) does not fit the dense compiler). Vanilla CFR "
+            f"keyed by each last-r-bids abstraction, simultaneous updates from the uniform "
+            f"profile, {T} iterations (deterministic: one run). Plot: `{png.name}`.",
+            "",
+            "| abstraction | (I,a) pairs | full-game regret at T | seconds |",
+            "|---|---|---|---|",
+            *lines,
+            "",
+            "Paper's headline (Bluff(2,2)): regret gets worse as r decreases; r = 8 is close "
+            "to the full game. Ours at LD(1,1): the regret at T "
+            + ("decreases monotonically with r." if mono else "is NOT monotone in r (see table)."),
+        ]
+    )
+
+
+# ------------------------------------------------------------------ Section 7 / Fig. 2
+def run_counterexample(ctx: Context) -> str:
+    T, every = (2000, 20) if ctx.quick else (100_000, 1000)
+    series, lines = [], []
+    for i, (label, params) in enumerate(
+        [
+            ("forget side: breaks only (iii)", {"abstraction": "forget_side"}),
+            ("forget signal: well-formed", {"abstraction": "forget_signal"}),
+            ("no abstraction", {"abstraction": None}),
+        ]
+    ):
+        game = gt.load("recall_counterexample", **params)
+        check = _verdict(game) if game.meta.has_abstraction else "-"
+        for alternating in (False, True):
+            solver = jaxcfr.cfr(alternating=alternating, full_average=True)
+            res = jaxcfr.run(solver, game, T, every, evaluate="full_regret")
+            y = np.asarray(res.nash_conv[0], np.float64)
+            mode = "alternating" if alternating else "simultaneous"
+            series.append(
+                (f"{label}, {mode}", res.iterations, y, {"color": f"C{i}", "ls": "-:"[alternating]})
+            )
+            lines.append(f"| {label} | {check} | {mode} | {y[9]:.4g} | {y[-1]:.4g} |")
+    png = _plot(
+        ctx.out / "counterexample.png",
+        series,
+        title="Section 7: an abstraction breaking only (iii) stalls CFR",
+    )
+    return "\n".join(
+        [
+            "Our smallest game breaking only condition (iii) (`recall_counterexample`, "
+            "docstring): chance picks a side L/R and a signal; P1 sees both, P2 only the side; "
+            "the L and R payoffs agree under a bijection that swaps P2's actions, so "
+            "(i), (ii), (iv) hold (`check_abstraction(game, conditions=('i','ii','iv'))` says "
+            "well-formed) and only (iii) fails. The paper's own Fig. 2 game and its constant "
+            f"(1 - xi)/4 are not recovered. Vanilla CFR, {T} iterations (deterministic: one run). "
+            f"Plot: `{png.name}`.",
+            "",
+            "| abstraction | checker | updates | regret at T/10 | regret at T |",
+            "|---|---|---|---|---|",
+            *lines,
+            "",
+            "Hand derivation: from iteration 2 CFR plays P1 = b, P2 = c on both sides and "
+            "every instantaneous regret is 0, so it stays there; P1 forgoes 1 on side L "
+            "(probability 1/2): the full-game regret tends to 1/2 (paper: a constant "
+            "regret). The well-formed abstraction converges; its curves coincide with the full "
+            "game's (k = l = 1: merged infosets get equal regrets, so the trajectories agree).",
+        ]
+    )
+
+
+TARGETS = [
+    Target(
+        "imperfect-recall-table1",
+        PAPER,
+        "Table 1: |H|, |I|, (I,a) pairs full and abstract, memory saved",
+        run_table1,
+    ),
+    Target(
+        "imperfect-recall-fig1-drp",
+        PAPER,
+        "Fig. 1 (i): full-game regret of Skew-DRP-IR(delta) vs iterations, Theorem 2 bound",
+        run_fig1_drp,
+    ),
+    Target(
+        "imperfect-recall-fig1-ld",
+        PAPER,
+        "Fig. 1 (iii) at LD(1,1): last-r-bids abstractions, full-game regret",
+        run_fig1_ld,
+    ),
+    Target(
+        "imperfect-recall-counterexample",
+        PAPER,
+        "Section 7 / Fig. 2: breaking only (iii) stalls CFR at constant full-game regret",
+        run_counterexample,
+    ),
+]
