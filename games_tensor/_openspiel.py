@@ -87,6 +87,11 @@ def from_openspiel(game, *, max_histories: int = DEFAULT_MAX_HISTORIES, **params
     Example: ``from_openspiel("liars_dice", numdice=1)``.
     """
     pyspiel = _pyspiel()
+    if not isinstance(game, (str, pyspiel.Game)):
+        raise ValueError(
+            f"from_openspiel expects an OpenSpiel game name (str) or a pyspiel.Game, got "
+            f"{game!r} ({type(game).__name__})"
+        )
     if isinstance(game, str):
         game = pyspiel.load_game(game, params) if params else pyspiel.load_game(game)
     elif params:
