@@ -28,12 +28,16 @@ from jaxcfr._evaluation import (
     validate_policy,
 )
 from jaxcfr._external_sampling import external_sampling
+from jaxcfr._guards import BatchTooLargeError, NonFiniteStateError, estimate_run_memory
 from jaxcfr._lp import LPSolution, solve_lp
 from jaxcfr._outcome_sampling import outcome_sampling
 from jaxcfr._runner import RunResult, run
 from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
 
 __all__ = [
+    "BatchTooLargeError",
+    "NonFiniteStateError",
+    "estimate_run_memory",
     "CFRState",
     "CounterfactualValues",
     "LPSolution",
