@@ -197,7 +197,6 @@ class LiarsDice(Rules):
         # LD(1,1): 36 * 4096 * 2 = 294,912 (exact: 294,883). Past the float range the
         # exact power would be a huge integer (dice0=10**9): return inf from the logarithm.
         dice = self.dice0 + self.dice1
-        log2 = dice * math.log2(self.faces) + self.num_bids + 1
-        if log2 > 1000:
+        if self.num_bids > 1000 or dice * math.log2(self.faces) + self.num_bids > 1000:
             return math.inf
         return self.faces**dice * 2**self.num_bids * 2
