@@ -60,9 +60,7 @@ def _tree_bytes(tree) -> int:
 
 def state_shapes(solver, game: Game):
     """Shapes and dtypes (``jax.ShapeDtypeStruct``) of one run's state, nothing allocated."""
-    if solver.needs_key:
-        return jax.eval_shape(solver.init, game)
-    return jax.eval_shape(lambda g: solver.init(g, jax.random.PRNGKey(0), scale=0.0), game)
+    return jax.eval_shape(solver.init, game)
 
 
 def estimate_run_memory(solver, game: Game, batch: int = 1) -> int:
