@@ -89,12 +89,30 @@ def _read_int(path: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def _device_free_memory() -> int | None:
+    """Free bytes of the first local accelerator (``memory_stats``), ``None`` on CPU or
+    when the backend reports none."""
+    dev = jax.local_devices()[0]
+    if dev.platform == "cpu":
+        return None
+    try:
+        stats = dev.memory_stats() or {}
+    except Exception:  # noqa: BLE001 - backends without memory stats
+        return None
+    if "bytes_limit" not in stats:
+        return None
+    return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+
+
 def available_memory() -> int | None:
-    """Bytes a run may still allocate: the smallest of the host's available memory
-    (Linux ``MemAvailable``), the room left under the address-space limit
-    (``RLIMIT_AS`` minus the process's current ``VmSize``), the room left in the cgroup
-    (``memory.max`` minus ``memory.current``) and, on an accelerator, the device's free
-    memory; ``None`` when none is known."""
+    """Bytes a run may still allocate. On an accelerator: its free memory (the batch lives
+    there). On CPU (buffers in host memory): the smallest of the host's available memory
+    (Linux ``MemAvailable``), the room left under the address-space limit (``RLIMIT_AS``
+    minus the process's current ``VmSize``) and the room left in the cgroup
+    (``memory.max`` minus ``memory.current``). ``None`` when none is known."""
+    device = _device_free_memory()
+    if device is not None:
+        return max(device, 0)
     limits = []
     status = {}
     for path in ("/proc/meminfo", "/proc/self/status"):
@@ -119,14 +137,6 @@ def available_memory() -> int | None:
     cg_max = _read_int("/sys/fs/cgroup/memory.max")
     if cg_max is not None:
         limits.append(cg_max - (_read_int("/sys/fs/cgroup/memory.current") or 0))
-    dev = jax.local_devices()[0]
-    if dev.platform != "cpu":
-        try:
-            stats = dev.memory_stats() or {}
-            if "bytes_limit" in stats:
-                limits.append(int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)))
-        except Exception:  # noqa: BLE001 - backends without memory stats
-            pass
     return max(min(limits), 0) if limits else None
 
 
@@ -186,12 +196,15 @@ def check_hparams(hparams) -> dict:
     grid = {}
     for k, v in hparams.items():
         try:
-            arr = jnp.asarray(v)
-        except TypeError as exc:
+            arr = v if isinstance(v, jax.Array) else np.asarray(v)
+        except (TypeError, ValueError) as exc:
             raise ValueError(f"hparams[{k!r}] must be a 1-D numeric array, got {v!r}") from exc
-        if arr.ndim != 1 or arr.shape[0] == 0 or not jnp.issubdtype(arr.dtype, jnp.number):
+        numeric = np.issubdtype(arr.dtype, np.number) and not np.issubdtype(
+            arr.dtype, np.complexfloating
+        )
+        if arr.ndim != 1 or arr.shape[0] == 0 or not numeric:
             raise ValueError(f"hparams[{k!r}] must be a non-empty 1-D numeric array, got {v!r}")
-        grid[k] = arr
+        grid[k] = jnp.asarray(arr)
     return grid
 
 
