@@ -24,7 +24,6 @@ identity of states, and the stop on a non-finite state.
 
 from __future__ import annotations
 
-import numbers
 import weakref
 from typing import Any
 
@@ -33,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
+from jaxcfr._solver import check_game, check_int
 
 # Device bytes per run / the state's bytes. XLA's ``compiled.memory_analysis()`` of the
 # runner's chunk (arguments + outputs + temporaries, per run of a batch of 64, float32)
@@ -74,10 +74,10 @@ def estimate_run_memory(solver, game: Game, batch: int = 1) -> int:
     Milliseconds; nothing is allocated. An estimate: a guard against batches that
     cannot fit, not an exact peak.
     """
-    if not isinstance(batch, numbers.Integral) or isinstance(batch, bool) or batch < 1:
-        raise ValueError(f"batch must be an integer >= 1, got {batch!r}")
+    batch = check_int("batch", batch, 1)
+    check_game(game)
     per_run = _STATE_FACTOR * _tree_bytes(state_shapes(solver, game))
-    return int(_tree_bytes(game) + int(batch) * per_run)
+    return int(_tree_bytes(game) + batch * per_run)
 
 
 def _read_int(path: str) -> int | None:
