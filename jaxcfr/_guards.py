@@ -3,8 +3,8 @@ identity of states, and the stop on a non-finite state.
 
 * :func:`estimate_run_memory` -- bytes a run of ``B = G * num_seeds`` will hold on the
   device, from the state's exact shapes (``jax.eval_shape``, nothing allocated) and
-  the game's sizes; ``run`` refuses (:class:`BatchTooLargeError`) before allocating when
-  it exceeds the memory it may use (:func:`available_memory`).
+  the game's arrays; ``run`` refuses (:class:`BatchTooLargeError`) before allocating
+  when it exceeds the memory it may use (:func:`available_memory`).
 * Solver identity: every state ``run`` returns (or hands to ``on_chunk``) is recorded
   with the solver that made it (name and hyper-parameters) and the game's structure
   fingerprint, so ``run(..., state=...)`` refuses a state of another solver, other
@@ -35,12 +35,12 @@ from games_tensor import Game
 from jaxcfr._solver import check_game, check_int
 
 # Device bytes per run / the state's bytes. XLA's ``compiled.memory_analysis()`` of the
-# runner's chunk (arguments + outputs + temporaries, per run of a batch of 64, float32)
-# gives 4.1-5.2 (4.5-5.2 for the CFR family, 4.1-4.5 for outcome/external sampling) on
-# Kuhn, Leduc, Liar's Dice LD(1,1) and II-Goofspiel(4); 6 leaves a margin.
+# runner's chunk (arguments + outputs + temporaries per extra run, batch 64, float32)
+# gives 4.1-5.2 (CFR family 4.6-5.2, outcome/external sampling 4.1-4.9) on Kuhn, Leduc,
+# Liar's Dice LD(1,1) and II-Goofspiel(4): ``python -m experiments.benchmarks
+# run_memory``. 6 leaves a margin.
 _STATE_FACTOR = 6
-# Fraction of the host's available memory a run may take when ``run`` checks a batch
-# (the CPU backend allocates device buffers in host memory).
+# Fraction of the available memory (host, or the accelerator's) a run may take.
 _MEMORY_FRACTION = 0.8
 
 
