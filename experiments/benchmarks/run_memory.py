@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import games_tensor as gt
 import jaxcfr
 from jaxcfr import _guards
+from jaxcfr._runner import _nash_conv_unchecked
 
 SOLVERS = ("cfr", "pcfr_plus", "outcome_sampling", "external_sampling")
 
@@ -34,8 +35,7 @@ def chunk_bytes(solver, game, batch: int, length: int) -> int:
             return solver.update(game, carry), None
 
         state, _ = jax.lax.scan(body, state, None, length=length)
-        policy = jaxcfr.average_policy(game, state)
-        return state, jnp.sum(jaxcfr.best_response_values(game, policy))
+        return state, _nash_conv_unchecked(game, jaxcfr.average_policy(game, state))
 
     shapes = _guards.state_shapes(solver, game)
     batched = jax.tree.map(lambda x: jax.ShapeDtypeStruct((batch,) + x.shape, x.dtype), shapes)
