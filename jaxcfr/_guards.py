@@ -36,7 +36,7 @@ from jaxcfr._solver import check_game, check_int
 
 # Device bytes per run / the state's bytes. XLA's ``compiled.memory_analysis()`` of the
 # runner's chunk (arguments + outputs + temporaries per extra run, batch 64, float32)
-# gives 4.1-5.2 (CFR family 4.6-5.2, outcome/external sampling 4.1-4.9) on Kuhn, Leduc,
+# gives 4.1-5.2 (CFR family 4.5-5.2, outcome/external sampling 4.1-4.9) on Kuhn, Leduc,
 # Liar's Dice LD(1,1) and II-Goofspiel(4): ``python -m experiments.benchmarks
 # run_memory``. 6 leaves a margin.
 _STATE_FACTOR = 6
