@@ -191,12 +191,14 @@ def over_actions(x: jax.Array, shape) -> jax.Array:
 
 def average_policy(game: Game, state) -> jax.Array:
     """The average policy ``[I, A]`` (normalized ``strategy_sum``) of any solver's state."""
+    check_game(game)
     return normalize_rows(state.strategy_sum, game.legal_mask, game.legal_uniform)
 
 
 def current_policy(game: Game, state) -> jax.Array:
     """The current policy ``[I, A]`` of any solver's state (regret matching on
     ``regrets``, plus the prediction for predictive solvers)."""
+    check_game(game)
     regrets = state.regrets
     prediction = getattr(state, "prediction", None)
     if prediction is not None:

@@ -132,6 +132,8 @@ def test_validate_policy_refuses_bad_atol(kuhn, atol):
         (lambda g, p: jaxcfr.best_response(g, p, 2), "player must be the integer 0 or 1"),
         (lambda g, p: jaxcfr.cfr().update("kuhn_poker", None), "compiled games_tensor.Game"),
         (lambda g, p: jaxcfr.cfr().update(g, {"regrets": p}), "solver state"),
+        (lambda g, p: jaxcfr.average_policy("kuhn_poker", None), "compiled games_tensor.Game"),
+        (lambda g, p: jaxcfr.current_policy({}, None), "compiled games_tensor.Game"),
     ],
 )
 def test_wrong_kind_of_argument(kuhn, call, words):
