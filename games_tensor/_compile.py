@@ -15,6 +15,7 @@ same rules give identical arrays.
 from __future__ import annotations
 
 import hashlib
+import math
 import sys
 import time
 from array import array
@@ -35,13 +36,51 @@ class GameTooLargeError(ValueError):
     """The game has more histories than ``max_histories``; raised before allocating."""
 
 
-def _too_large(rules: Rules, histories: int, max_histories: int, estimated: bool) -> str:
-    gib = histories * _BYTES_PER_HISTORY / 2**30
+def _count(x) -> str:
+    """A possibly astronomical count (int of any size, float, inf) as ``1.23e+45``."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "more than 1.8e+308"
+    if x < 1e300:
+        return f"{float(x):.3g}"
+    exp = math.floor(math.log10(x))  # exact enough for display; works on huge ints
+    return f"{10 ** (math.log10(x) - exp):.3g}e+{exp}"
+
+
+def _too_large(rules: Rules, histories, max_histories: int, estimated: bool) -> str:
     how = "an estimated" if estimated else "more than"
+    gib = histories * _BYTES_PER_HISTORY / 2**30
     return (
-        f"{rules!r} has {how} {histories:.3g} histories (limit max_histories="
-        f"{max_histories:.3g}); unrolling it would need about {gib:.3g} GiB of memory. "
+        f"{rules!r} has {how} {_count(histories)} histories (limit max_histories="
+        f"{max_histories:.3g}); unrolling it would need "
+        + (f"about {_count(gib)} GiB" if math.isfinite(gib) else "an astronomical amount")
+        + " of memory. "
         "It is too large for dense tabular compilation; use a smaller instance."
+    )
+
+
+def _check_max_histories(max_histories) -> int:
+    if isinstance(max_histories, np.integer):
+        max_histories = int(max_histories)
+    if isinstance(max_histories, bool) or not isinstance(max_histories, int) or max_histories < 1:
+        raise ValueError(
+            f"max_histories must be an integer >= 1 (default {DEFAULT_MAX_HISTORIES}), "
+            f"got {max_histories!r}"
+        )
+    return max_histories
+
+
+def _check_utilities(rules: Rules, utility: np.ndarray, dtype) -> None:
+    """Refuse utilities that are not finite in float64 or in the compiled float type."""
+    finfo = np.finfo(dtype)
+    big = np.abs(utility).max(initial=0.0)
+    if np.isfinite(utility).all() and big <= finfo.max:
+        return
+    params = ", ".join(f"{k}={v!r}" for k, v in rules.params().items()) or "none"
+    raise ValueError(
+        f"{rules!r}: a terminal utility is {big:.3g}, not finite in {finfo.dtype} (largest "
+        f"finite {finfo.max:.3g}); check the game's parameters ({params}) and choose "
+        "values that keep every payoff finite"
+        + ("" if dtype == np.float64 else ", or enable float64 (jax_enable_x64)")
     )
 
 
@@ -276,6 +315,12 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
       else float32; float64 NumPy copies stay in ``game.meta.host``.
     """
     t0 = time.perf_counter()
+    if not isinstance(rules, Rules):
+        raise ValueError(
+            f"compile expects a games_tensor.Rules instance, got {rules!r} "
+            f"({type(rules).__name__}); use games_tensor.load(name) for a registered game"
+        )
+    max_histories = _check_max_histories(max_histories)
     est = rules.estimated_histories()
     if est is not None and est > max_histories:
         raise GameTooLargeError(_too_large(rules, est, max_histories, True))
@@ -365,6 +410,8 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     for old, probs in w.chance_children.items():
         node_chance_probs[new_of_old[old], : len(probs)] = probs
     node_utility = np.frombuffer(w.utility, dtype=np.float64)[old_of_new]
+    fdt = jnp.asarray(0.0).dtype  # float32, or float64 under jax_enable_x64
+    _check_utilities(rules, np.concatenate([node_utility, sf_payoff]), fdt)
     node_chance_reach = np.frombuffer(w.chance_reach, dtype=np.float64)[old_of_new]
     node_public = np.frombuffer(w.public, dtype=np.int32)[old_of_new]
     node_depth = depth[old_of_new]
@@ -420,7 +467,6 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         abstract_keys=abstract_keys,
         host=host,
     )
-    fdt = jnp.asarray(0.0).dtype  # float32, or float64 under jax_enable_x64
     i32 = np.int32
     game = Game(
         legal_mask=jnp.asarray(legal_mask),

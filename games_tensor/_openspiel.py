@@ -87,6 +87,11 @@ def from_openspiel(game, *, max_histories: int = DEFAULT_MAX_HISTORIES, **params
     Example: ``from_openspiel("liars_dice", numdice=1)``.
     """
     pyspiel = _pyspiel()
+    if not isinstance(game, (str, pyspiel.Game)):
+        raise ValueError(
+            f"from_openspiel expects an OpenSpiel game name (str) or a pyspiel.Game, got "
+            f"{game!r} ({type(game).__name__})"
+        )
     if isinstance(game, str):
         game = pyspiel.load_game(game, params) if params else pyspiel.load_game(game)
     elif params:
@@ -133,6 +138,19 @@ def from_tabular_policy(game: Game, tabular_policy):
     lookup = getattr(tabular_policy, "state_lookup", None)
     if lookup is None:
         raise ValueError("expected an OpenSpiel TabularPolicy (with state_lookup)")
+    missing = [key for key in game.infoset_keys if key not in lookup]
+    table = np.asarray(tabular_policy.action_probability_array)
+    if missing or table.ndim != 2 or table.shape[1] != game.num_actions:
+        other = getattr(tabular_policy, "game", None)
+        raise ValueError(
+            f"the TabularPolicy (of {other}) is not a policy of {game.name}: "
+            + (
+                f"{len(missing)} of its {game.num_infosets} information states are missing, "
+                f"e.g. {missing[0]!r}"
+                if missing
+                else f"it has {table.shape[-1]} actions, expected {game.num_actions}"
+            )
+        )
     for i, key in enumerate(game.infoset_keys):
-        out[i] = tabular_policy.action_probability_array[lookup[key]]
+        out[i] = table[lookup[key]]
     return jnp.asarray(out, dtype=game.sf_payoff.dtype)

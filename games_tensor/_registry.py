@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import numpy as np
+
 from games_tensor._rules import Rules
 
 _REGISTRY: dict[str, type[Rules]] = {}
@@ -39,8 +41,26 @@ def available() -> dict[str, dict[str, Any]]:
     return out
 
 
+def _plain(value):
+    """NumPy scalars -> the Python bool/int/float they hold (games check Python types)."""
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
 def make_rules(name: str, **params) -> Rules:
-    """Instantiate the rules of game ``name``; unknown names list the valid ones."""
+    """Instantiate the rules of game ``name``; unknown names list the valid ones.
+
+    NumPy scalar parameters (``np.int64(3)``) are taken as the Python values they hold."""
+    if not isinstance(name, str):
+        raise ValueError(
+            f"the game name must be a string, got {name!r} ({type(name).__name__}); "
+            f"valid games: {', '.join(sorted(_REGISTRY))}"
+        )
     if name not in _REGISTRY:
         valid = ", ".join(sorted(_REGISTRY))
         raise ValueError(f"unknown game {name!r}; valid games: {valid}")
@@ -52,4 +72,4 @@ def make_rules(name: str, **params) -> Rules:
             f"unknown parameter(s) {unknown} for game {name!r}; valid parameters: "
             + ", ".join(f"{k}={v!r}" for k, v in allowed.items())
         )
-    return cls(**params)
+    return cls(**{k: _plain(v) for k, v in params.items()})

@@ -103,11 +103,14 @@ class Rules(abc.ABC):
         return str(action)
 
     # ---- size guard -------------------------------------------------------
-    def estimated_histories(self) -> int | None:
+    def estimated_histories(self) -> int | float | None:
         """An estimate of the number of histories (nodes), checked before compiling.
 
         Return ``None`` when unknown. Games that can be instantiated too large to
-        unroll (Liar's Dice, Goofspiel) must implement it.
+        unroll (Liar's Dice, Goofspiel) must implement it from closed forms, in
+        milliseconds for any parameters, before anything is enumerated (``__init__``
+        must not build per-action tables either: build them lazily); a ``float``
+        (``math.inf`` past the float range) is fine for astronomically large games.
         """
         return None
 

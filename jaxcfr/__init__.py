@@ -46,6 +46,7 @@ from jaxcfr._evaluation import (
     validate_policy,
 )
 from jaxcfr._external_sampling import external_sampling
+from jaxcfr._guards import BatchTooLargeError, NonFiniteStateError, estimate_run_memory
 from jaxcfr._lp import LPSolution, solve_lp
 from jaxcfr._outcome_sampling import outcome_sampling
 from jaxcfr._runner import RunResult, run
@@ -55,7 +56,10 @@ from jaxcfr.search import Bot, View, ismcts, oos, play, random_bot, root_view, v
 
 __all__ = [
     "AbstractCFRState",
+    "BatchTooLargeError",
     "Bot",
+    "NonFiniteStateError",
+    "estimate_run_memory",
     "CFRState",
     "CounterfactualValues",
     "LPSolution",

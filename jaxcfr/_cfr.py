@@ -76,31 +76,48 @@ def regret_discounted(alpha, beta) -> RegretUpdate:
 
     def update(regrets, inst, t):
         r = regrets + inst
-        tf = t.astype(r.dtype)
-        pos = tf**alpha / (tf**alpha + 1.0)
-        neg = tf**beta / (tf**beta + 1.0)
+        log_t = jnp.log(t.astype(r.dtype))
+        # t^a / (t^a + 1) = sigmoid(a log t): the same number, but finite for any a (t^a
+        # itself overflows float32 from t = 3 at a = 100, giving inf / inf = NaN).
+        pos = jax.nn.sigmoid(alpha * log_t)
+        neg = jax.nn.sigmoid(beta * log_t)
         return r * jnp.where(r > 0, pos, neg)
 
     return update
 
 
 # ---------------------------------------------------------------- averaging weights
+def _decay(tf, power):
+    """(t / (t + 1))^power = exp(-power log1p(1/t)) in (0, 1], floored at eps^2: past
+    that the older sum is below rounding next to the newest term anyway, and the floor
+    keeps a huge power from flushing the whole sum (newest term included) to zero."""
+    floor = jnp.finfo(tf.dtype).eps ** 2
+    return jnp.maximum(jnp.exp(-power * jnp.log1p(1.0 / tf)), floor)
+
+
 def weight_power(power) -> AveragingWeight:
-    """Contribution weight w(t) = t^power (0: uniform, 1: linear, 2: quadratic); no decay."""
+    """Contribution weight w(t) = t^power (0: uniform, 1: linear, 2: quadratic).
+
+    Computed normalised: the stored sum is sum_s (s / (t + 1))^power x_s, i.e. the
+    weighted sum divided by (t + 1)^power (one positive scalar for every row, so the
+    average policy is the same), as ``(S + x) * (t / (t + 1))^power``; it never
+    overflows, whatever the power (t^10 overflows float32 from t = 7,000).
+    """
 
     def weight(t):
         tf = t.astype(jnp.result_type(float))
-        return tf**power, jnp.ones_like(tf)
+        return jnp.ones_like(tf), _decay(tf, power)
 
     return weight
 
 
 def weight_discounted(gamma) -> AveragingWeight:
-    """DCFR: contributions weighted 1, the sum then scaled by (t / (t + 1))^gamma."""
+    """DCFR: contributions weighted 1, the sum then scaled by (t / (t + 1))^gamma
+    (computed as ``exp(-gamma log1p(1/t))``, floored at eps^2, see :func:`_decay`)."""
 
     def weight(t):
         tf = t.astype(jnp.result_type(float))
-        return jnp.ones_like(tf), (tf / (tf + 1.0)) ** gamma
+        return jnp.ones_like(tf), _decay(tf, gamma)
 
     return weight
 

@@ -14,12 +14,16 @@ counterfactual value at every infoset, reached or not).
 
 Policy hygiene: called on concrete arrays (outside jit) the public functions
 validate the policy and raise ``ValueError`` on bad input (see
-:func:`validate_policy`). Inside jit they cannot raise; they renormalize over
-legal actions (illegal mass is dropped, an all-zero row becomes uniform).
+:func:`validate_policy`). Inside jit/vmap they cannot raise on values (shape and
+dtype are still checked when tracing); a policy with any invalid row (non-finite,
+an entry below ``-atol``, mass above ``atol`` on an illegal action, or a row whose
+legal entries do not sum to 1 within ``atol``) gives NaN results, never a
+valid-looking number. Valid rows are renormalized over legal actions (rounding).
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import jax
@@ -28,6 +32,7 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr import _sequence_form as sf
+from jaxcfr._solver import check_game, check_number
 
 DEFAULT_ATOL = 1e-5
 
@@ -38,7 +43,10 @@ def validate_policy(game: Game, policy, *, atol: float = DEFAULT_ATOL) -> None:
     Checks: shape ``[I, A]``, finite, no negative entry (below ``-atol``), no mass
     above ``atol`` on an illegal action, and every row sums to 1 within ``atol``.
     """
+    check_game(game)
+    check_number("atol", atol, 0.0)
     shape = (game.num_infosets, game.num_actions)
+    _check_policy_type(policy)
     if isinstance(policy, jax.core.Tracer):
         if tuple(policy.shape) != shape:
             raise ValueError(
@@ -71,18 +79,56 @@ def validate_policy(game: Game, policy, *, atol: float = DEFAULT_ATOL) -> None:
         )
 
 
+def _check_policy_type(policy) -> None:
+    """A real numeric array-like (bool, int, float); not a dict, string, complex array."""
+    if isinstance(policy, (jax.Array, np.ndarray, np.generic)):
+        dtype = policy.dtype
+    elif isinstance(policy, (list, tuple)):
+        try:
+            dtype = np.asarray(policy).dtype
+        except ValueError as exc:  # ragged nested lists
+            raise ValueError(f"policy must be a rectangular [I, A] array: {exc}") from exc
+    else:
+        raise ValueError(
+            "policy must be an [I, A] array (e.g. jaxcfr.average_policy(game, state)), got "
+            f"{type(policy).__name__} {policy!r:.80}"
+        )
+    if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)) and not (
+        np.issubdtype(dtype, np.bool_)
+    ):
+        raise ValueError(f"policy must hold real numbers, got dtype {dtype}")
+
+
+def _poison_invalid(
+    game: Game, policy: jax.Array, normalized: jax.Array, atol: float = DEFAULT_ATOL
+) -> jax.Array:
+    """Inside jit: ``normalized`` if every row of ``policy`` is valid (the checks of
+    :func:`validate_policy`, computed on device), else all NaN."""
+    legal = game.legal_mask
+    finite = jnp.all(jnp.isfinite(policy))
+    nonneg = jnp.all(policy >= -atol)
+    no_illegal = jnp.all(jnp.where(legal, 0.0, jnp.abs(policy)) <= atol)
+    sums = jnp.sum(jnp.where(legal, policy, 0.0), axis=1)
+    ok = finite & nonneg & no_illegal & jnp.all(jnp.abs(sums - 1.0) <= atol)
+    return jnp.where(ok, normalized, jnp.nan)
+
+
 def _prepare(game: Game, policy) -> jax.Array:
     validate_policy(game, policy)
+    traced = isinstance(policy, jax.core.Tracer)
     policy = jnp.asarray(policy)
     if not jnp.issubdtype(policy.dtype, jnp.floating):
         policy = policy.astype(game.sf_payoff.dtype)
-    return sf.normalize_policy(game, policy)
+    normalized = sf.normalize_policy(game, policy)
+    # after normalizing: its uniform fallback would turn a NaN row into a uniform one
+    return _poison_invalid(game, policy, normalized) if traced else normalized
 
 
 def _check_player(player: int) -> int:
-    if player not in (0, 1):
-        raise ValueError(f"player must be 0 or 1, got {player!r}")
-    return player
+    ok = isinstance(player, numbers.Integral) and not isinstance(player, (bool, np.bool_))
+    if not ok or player not in (0, 1):
+        raise ValueError(f"player must be the integer 0 or 1, got {player!r}")
+    return int(player)
 
 
 def expected_value(game: Game, policy) -> jax.Array:

@@ -36,9 +36,17 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from games_tensor import Game
+from jaxcfr import _guards
 from jaxcfr._abstraction import full_game_regret
 from jaxcfr._evaluation import br_values_unchecked
-from jaxcfr._solver import Solver, average_policy, current_policy
+from jaxcfr._solver import (
+    Solver,
+    average_policy,
+    check_game,
+    check_key,
+    check_number,
+    current_policy,
+)
 
 
 class RunResult(NamedTuple):
@@ -51,6 +59,8 @@ class RunResult(NamedTuple):
       in the first chunk; see ``compile_seconds``).
     compile_seconds: seconds spent in the first call of each compiled chunk shape.
     state: final solver state, batched along the leading axis (B = G * num_seeds).
+    solver: the solver (name and hyper-parameters, per grid setting) that made ``state``;
+      ``run(..., state=result.state)`` refuses to resume it with another one.
     """
 
     iterations: np.ndarray
@@ -59,6 +69,7 @@ class RunResult(NamedTuple):
     wall_seconds: np.ndarray
     compile_seconds: float
     state: Any
+    solver: str = ""
 
 
 def _nash_conv_unchecked(game: Game, policy: jax.Array) -> jax.Array:
@@ -84,6 +95,15 @@ def _as_factory(solver, hparams) -> tuple[Callable[..., Solver], Any]:
     if callable(solver):
         return solver, ("factory", solver)
     raise ValueError(f"solver must be a jaxcfr Solver or a factory of one, got {solver!r}")
+
+
+def _describe(solver: Solver) -> str:
+    """``name(k=v, ...)`` with concrete 0-d arrays shown as numbers (identity of a setting)."""
+    args = ", ".join(
+        f"{k}={v.item() if isinstance(v, (jax.Array, np.ndarray)) and v.ndim == 0 else v!r}"
+        for k, v in solver.hyperparams
+    )
+    return f"{solver.name}({args})"
 
 
 def _sharding(devices, batch: int):
@@ -171,8 +191,10 @@ def run(
         [0, init_scale) from the seed key (0 = all seeds identical).
       devices: devices to shard the batch over (default: all local devices).
       progress: ``True`` for a tqdm bar, or ``fn(iterations_done, total, seconds)``.
-      state: resume from this batched state (e.g. ``previous.state``); iteration
-        counting continues from it.
+      state: resume from this batched state (e.g. ``previous.state``, or ``previous``);
+        iteration counting continues from it. Refused (``ValueError``) when it was made
+        by another solver, other hyper-parameters or another game, or does not have the
+        type, batch, shapes and dtypes this run's ``init`` makes (see ``jaxcfr._guards``).
       target_exploitability: stop after the first chunk at which every run's
         exploitability (NashConv / 2) is at or below this value.
       on_chunk: ``fn(iteration, nash_conv [B], state)`` called after every chunk (for
@@ -180,6 +202,13 @@ def run(
 
     Returns:
       :class:`RunResult` with NumPy curves.
+
+    Raises:
+      ValueError: a bad argument, naming it and what is valid; ``BatchTooLargeError``
+        (a ``ValueError``) before allocating when the batch's estimated memory
+        (``jaxcfr.estimate_run_memory``) exceeds the memory available.
+      NonFiniteStateError: (a ``FloatingPointError``) a run's state or NashConv became
+        NaN or infinite; names the iterations; nothing from that chunk is reported.
     """
     for name, value in (
         ("num_iterations", num_iterations),
@@ -196,25 +225,47 @@ def run(
             "evaluate must be 'average', 'current', 'full_regret' or a function "
             f"(game, state) -> scalar, got {evaluate!r}"
         )
+    check_game(game)
+    if key is not None:
+        check_key(key)
+    check_number("init_scale", init_scale, 0.0)
+    if target_exploitability is not None:
+        check_number("target_exploitability", target_exploitability, 0.0)
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise ValueError(
+            f"progress must be True (a tqdm bar), False/None, or fn(done, total, seconds), "
+            f"got {progress!r}"
+        )
+    if on_chunk is not None and not callable(on_chunk):
+        raise ValueError(
+            f"on_chunk must be fn(iteration, nash_conv, state) or None, got {on_chunk!r}"
+        )
+    devices = _guards.check_devices(devices)
     factory, solver_key = _as_factory(solver, hparams)
-    grid = {} if hparams is None else {k: jnp.asarray(v) for k, v in hparams.items()}
-    sizes = {v.shape[0] if v.ndim else -1 for v in grid.values()}
-    if len(sizes) > 1 or -1 in sizes:
-        raise ValueError("hparams must be 1-D arrays of equal length")
+    grid = _guards.check_hparams(hparams)
+    sizes = {v.shape[0] for v in grid.values()}
+    if len(sizes) > 1:
+        raise ValueError(f"hparams must be 1-D arrays of equal length, got lengths {sorted(sizes)}")
     G = sizes.pop() if sizes else 1
     B = G * num_seeds
     try:  # builds every setting once on the host: bad values raise before compiling
-        probe = [factory(**{k: v[g] for k, v in grid.items()}) for g in range(G)][0]
+        settings = [factory(**{k: v[g] for k, v in grid.items()}) for g in range(G)]
     except TypeError as exc:
         valid = list(inspect.signature(factory).parameters)
         raise ValueError(
             f"invalid hparams {sorted(grid)} for {factory}: {exc}; valid: {valid}"
         ) from exc
+    probe = settings[0]
+    if not isinstance(probe, Solver):
+        raise ValueError(f"solver factory {factory!r} returned {probe!r}, not a jaxcfr Solver")
     needs_key = probe.needs_key
     if needs_key and init_scale > 0:
         raise ValueError(
             f"init_scale applies to deterministic solvers; {probe.name} varies by its key"
         )
+    # identity of the states this run makes: solver settings and the game's structure
+    identity = ("; ".join(_describe(s) for s in settings), game.meta.fingerprint)
+    _guards.check_run_memory(probe, game, B)  # refuse before allocating anything
     key = jax.random.PRNGKey(0) if key is None else key
     seed_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_seeds))
     seed_keys = jnp.tile(seed_keys, (G,) + (1,) * (seed_keys.ndim - 1))
@@ -240,8 +291,10 @@ def run(
 
         st, _ = jax.lax.scan(body, st, None, length=length)
         if callable(evaluate):
-            return st, evaluate(game, st)
-        return st, _nash_conv_unchecked(game, policy_fn(game, st))
+            value = evaluate(game, st)
+        else:
+            value = _nash_conv_unchecked(game, policy_fn(game, st))
+        return st, value, _guards.finite_flags(st)
 
     sharding = _sharding(devices, B)
     mesh_key = None if sharding is None else tuple(d.id for d in sharding.mesh.devices.flat)
@@ -250,12 +303,9 @@ def run(
         init_fn = _compiled(("init", base_key), lambda: jax.jit(jax.vmap(init_one, (None, 0, 0))))
         state = init_fn(game, flat_grid, seed_keys)
     else:
-        lead = {np.shape(x)[0] if np.ndim(x) else None for x in jax.tree.leaves(state)}
-        if lead != {B}:
-            raise ValueError(
-                f"state is batched as {sorted(lead, key=str)}, but this run has B = {B} "
-                f"runs ({G} settings x {num_seeds} seeds); resume with the same batch"
-            )
+        if isinstance(state, RunResult):
+            state = state.state
+        _guards.check_resume(state, _guards.state_shapes(probe, game), identity, B)
     start_iter = _first_iteration(state)
     out_shardings = None
     if sharding is not None:
@@ -263,7 +313,7 @@ def run(
         state, seed_keys = jax.tree.map(put, state), put(seed_keys)
         flat_grid = jax.tree.map(put, flat_grid)
         replicated = NamedSharding(sharding.mesh, PartitionSpec())
-        out_shardings = (jax.tree.map(lambda _: sharding, state), replicated)
+        out_shardings = (jax.tree.map(lambda _: sharding, state), replicated, sharding)
 
     def get_chunk(length):
         def build():
@@ -297,10 +347,14 @@ def run(
         first = signature not in _TRACED
         _TRACED.add(signature)
         t0 = time.perf_counter()
-        state, nc = fn(game, state, flat_grid, seed_keys)
+        state, nc, finite = fn(game, state, flat_grid, seed_keys)
         nc = np.asarray(jax.block_until_ready(nc))
         if first:
             compile_s += time.perf_counter() - t0
+        _guards.raise_if_non_finite(
+            finite, nc, state, identity[0], game, start_iter + done + 1, start_iter + done + length
+        )
+        _guards.remember(state, identity)
         done += length
         iterations.append(start_iter + done)
         curves.append(nc)
@@ -326,4 +380,5 @@ def run(
         wall_seconds=np.asarray(walls),
         compile_seconds=compile_s,
         state=state,
+        solver=identity[0],
     )

@@ -17,6 +17,7 @@ State is a NamedTuple of fixed-shape arrays holding at least ``regrets`` [I, A],
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Any, Callable
 
 import jax
@@ -80,7 +81,7 @@ def check_number(name: str, value, lo: float = -np.inf, hi: float = np.inf, *, l
         ok = (lo < value if lo_open else lo <= value) and value <= hi
     if not ok:
         interval = f"{'(' if lo_open else '['}{lo}, {hi}]"
-        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number in {interval}, got {value!r}")
 
 
 def check_bool(name: str, value) -> None:
@@ -89,10 +90,53 @@ def check_bool(name: str, value) -> None:
         raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
+def check_int(name: str, value, lo: int = 1) -> int:
+    """``value`` as an ``int`` (Python or NumPy integer, not bool), or ``ValueError``
+    naming ``name`` unless it is an integer ``>= lo``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        if value >= lo:
+            return int(value)
+    raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+
+
+def check_game(game, name: str = "game") -> None:
+    """Raise ``ValueError`` unless ``game`` is a compiled :class:`games_tensor.Game`."""
+    if not isinstance(game, Game):
+        hint = " (compile it first: games_tensor.load(name))" if isinstance(game, str) else ""
+        raise ValueError(
+            f"{name} must be a compiled games_tensor.Game, got {type(game).__name__} "
+            f"{game!r:.80}{hint}"
+        )
+
+
+def check_key(key, name: str = "key") -> None:
+    """Raise ``ValueError`` unless ``key`` is one PRNG key: ``jax.random.key(seed)``
+    (a typed key, shape ``()``) or ``jax.random.PRNGKey(seed)`` (uint32, shape ``(2,)``).
+    Integers are refused: seeds are folded in by the caller (``PRNGKey(seed)``)."""
+    if isinstance(key, jax.core.Tracer):
+        return
+    dtype = getattr(key, "dtype", None)
+    shape = tuple(getattr(key, "shape", (None,)))
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        ok = shape == ()
+    else:
+        ok = isinstance(key, (jax.Array, np.ndarray)) and dtype == np.uint32 and shape == (2,)
+    if not ok:
+        raise ValueError(
+            f"{name} must be one PRNG key, jax.random.key(seed) or jax.random.PRNGKey(seed), "
+            f"got {key!r:.80} ({type(key).__name__})"
+        )
+
+
 def check_state(game: Game, state, rows: int | None = None) -> None:
     """Raise ``ValueError`` (at trace time) unless the state's tables are ``[I, A]``
     of ``game`` (e.g. a state batched by ``vmap`` passed to an unbatched update);
     ``rows`` replaces I for tables keyed by an abstraction (``[J, A]``)."""
+    check_game(game)
+    if not all(hasattr(state, f) for f in ("regrets", "strategy_sum", "iteration")):
+        raise ValueError(
+            f"state must be a solver state (from the solver's init), got {type(state).__name__}"
+        )
     shape = (game.num_infosets if rows is None else rows, game.num_actions)
     for name in ("regrets", "strategy_sum"):
         got = tuple(getattr(state, name).shape)
@@ -159,6 +203,7 @@ def average_policy(game: Game, state) -> jax.Array:
     For a state keyed by an abstraction: the full game's average when the state
     accumulates it (``full_strategy_sum`` [I, A]), else each full infoset gets its
     abstract infoset's average."""
+    check_game(game)
     ssum = getattr(state, "full_strategy_sum", None)
     if ssum is None or ssum.shape[0] != game.num_infosets:
         ssum = _full_rows(game, state.strategy_sum)
@@ -168,6 +213,7 @@ def average_policy(game: Game, state) -> jax.Array:
 def current_policy(game: Game, state) -> jax.Array:
     """The current policy ``[I, A]`` of any solver's state (regret matching on
     ``regrets``, plus the prediction for predictive solvers)."""
+    check_game(game)
     regrets = state.regrets
     prediction = getattr(state, "prediction", None)
     if prediction is not None:

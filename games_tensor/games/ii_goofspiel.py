@@ -5,6 +5,8 @@ See :class:`IIGoofspiel` for the rules and parameters.
 
 from __future__ import annotations
 
+import functools
+import math
 from math import perm
 
 from games_tensor._registry import register
@@ -77,8 +79,10 @@ class IIGoofspiel(Rules):
         # After the P2 move of this round the game either ends or auto-plays the last card.
         self._last_decided_round = num_cards - 1 if decide_last_card else num_cards - 2
         self._legal: dict[int, tuple[int, ...]] = {}
-        self._full = (1 << num_cards) - 1
-        self._card_str = tuple(f" {c}" for c in range(num_cards))
+
+    @functools.cached_property
+    def _card_str(self):  # built on first use: after the size check
+        return tuple(f" {c}" for c in range(self.num_cards))
 
     def params(self):
         return {
@@ -91,7 +95,8 @@ class IIGoofspiel(Rules):
     #         P1 key, P2 key, outcomes from P1's view, public key)
     # phase: 0 = P1 to bid, 1 = P2 to bid, TERMINAL.
     def initial_state(self):
-        return (0, 0, -1, self._full, self._full, 0, "P0", "P1", "", "")
+        full = (1 << self.num_cards) - 1
+        return (0, 0, -1, full, full, 0, "P0", "P1", "", "")
 
     def current_player(self, state):
         return state[0]
@@ -149,6 +154,8 @@ class IIGoofspiel(Rules):
     def estimated_histories(self):
         # Exact node count: round k has P(N,k)^2 P1 nodes, each followed by N-k P2 nodes.
         n = self.num_cards
+        if n > 200 or 2 * math.lgamma(n + 1) > 700:  # (n!)^2 alone is past 1e304
+            return math.inf
         rounds = n if self.decide_last_card else n - 1
         total = sum(perm(n, k) ** 2 * (1 + n - k) for k in range(rounds))
         return total + perm(n) ** 2

@@ -5,6 +5,9 @@ See :class:`LiarsDice` for the rules and parameters.
 
 from __future__ import annotations
 
+import functools
+import math
+
 from games_tensor._registry import register
 from games_tensor._rules import CHANCE, TERMINAL, Rules, check_range
 
@@ -72,16 +75,31 @@ class LiarsDice(Rules):
         self.num_bids = (dice0 + dice1) * faces
         self.liar = self.num_bids
         self.num_actions = self.num_bids + 1
-        self._bid_names = tuple(f"{b // faces + 1}-{b % faces + 1}" for b in range(self.num_bids))
-        self._first_actions = tuple(range(self.num_bids))
-        # Legal actions after last bid b: higher bids, then liar.
-        self._after = tuple(
-            tuple(range(b + 1, self.num_bids)) + (self.liar,) for b in range(self.num_bids)
-        )
-        self._chance = tuple((o, 1.0 / faces) for o in range(faces))
         self._sep = "" if faces <= 9 else ","
         self._win = (1.0, -1.0)
         self._lose = (-1.0, 1.0)
+        # Per-bid tables are built on first use (compile), after the size check: building
+        # them here would take O(num_bids^2) memory for parameters the guard refuses.
+
+    @functools.cached_property
+    def _bid_names(self):
+        faces = self.faces
+        return tuple(f"{b // faces + 1}-{b % faces + 1}" for b in range(self.num_bids))
+
+    @functools.cached_property
+    def _first_actions(self):
+        return tuple(range(self.num_bids))
+
+    @functools.cached_property
+    def _after(self):
+        # Legal actions after last bid b: higher bids, then liar.
+        return tuple(
+            tuple(range(b + 1, self.num_bids)) + (self.liar,) for b in range(self.num_bids)
+        )
+
+    @functools.cached_property
+    def _chance(self):
+        return tuple((o, 1.0 / self.faces) for o in range(self.faces))
 
     def params(self):
         return {
@@ -176,5 +194,9 @@ class LiarsDice(Rules):
 
     def estimated_histories(self):
         # Ordered dice rolls x bid-sequence subsets x (decision node + terminal).
-        # LD(1,1): 36 * 4096 * 2 = 294,912 (exact: 294,883).
-        return self.faces ** (self.dice0 + self.dice1) * 2**self.num_bids * 2
+        # LD(1,1): 36 * 4096 * 2 = 294,912 (exact: 294,883). Past the float range the
+        # exact power would be a huge integer (dice0=10**9): return inf from the logarithm.
+        dice = self.dice0 + self.dice1
+        if self.num_bids > 1000 or dice * math.log2(self.faces) + self.num_bids > 1000:
+            return math.inf
+        return self.faces**dice * 2**self.num_bids * 2
