@@ -11,9 +11,12 @@ One iteration t (1-based) for update player p, with current profile sigma^t:
                                                    else t^b / (t^b + 1))
   S^t = (S^{t-1} + w(t) pi_p(I) sigma^t(I, a)) * d(t)   the averaging weight:
         uniform w = 1; linear w = t (CFR+); quadratic w = t^2 (PCFR+); DCFR d = (t/(t+1))^g
-  sigma^{t+1} = RM(R^t [+ m^{t+1}])                regret matching; predictive CFR+ (Farina,
+  sigma^{t+1} = RM_tau(R^t [+ m^{t+1}])            regret matching; predictive CFR+ (Farina,
                                                    Kroer, Sandholm 2021) adds the prediction
                                                    m^{t+1} = r^t (the last instantaneous regret)
+  RM_tau(R)(I, a) = [R(I, a) > tau] R(I, a) / sum_a' [R(I, a') > tau] R(I, a'), uniform if 0:
+                   positive regrets at or below tau = 16 eps U (U = max |u|, eps of the
+                   float type; ``jaxcfr._solver.regret_tolerance``) are rounding noise
 
 Alternating updates (the default, as in OpenSpiel) update P1 then P2 within an
 iteration, P2 seeing P1's new policy; ``alternating=False`` updates both from the
@@ -38,6 +41,8 @@ from jaxcfr._solver import (
     check_state,
     over_actions,
     regret_matching,
+    regret_tolerance,
+    rounded,
 )
 
 
@@ -111,7 +116,8 @@ def _policy(game, player, regrets, prediction, predictive: bool):
     """Regret matching of a player's ``[A, n_p]`` regrets (plus the prediction)."""
     regrets = regrets + prediction if predictive else regrets
     uniform = game.legal_uniform[game.player_slice(player)].T.astype(regrets.dtype)
-    return regret_matching(regrets, sf.legal_block(game, player), uniform, axis=0)
+    tol = regret_tolerance(game, regrets.dtype)
+    return regret_matching(regrets, sf.legal_block(game, player), uniform, axis=0, tolerance=tol)
 
 
 def _player_update(game, policy, table, player, blocks, t, regret_update, weight, predictive):
@@ -125,7 +131,7 @@ def _player_update(game, policy, table, player, blocks, t, regret_update, weight
     w, decay = weight(t)
     reach = sf.own_reach(game, table, player)
     new_regrets = jnp.where(mask, regret_update(regrets, inst, t), 0.0)
-    new_ssum = (ssum + over_actions(w * reach, mask.shape) * policy) * decay
+    new_ssum = (ssum + rounded(over_actions(w * reach, mask.shape) * policy)) * decay
     new_pred = inst if predictive else pred
     return tuple(x.astype(regrets.dtype) for x in (new_regrets, new_ssum, new_pred))
 
