@@ -117,7 +117,7 @@ def pad_actions(x: jax.Array, num_slots: int) -> jax.Array:
 def explore(sigma: jax.Array, legal: jax.Array, epsilon) -> jax.Array:
     """epsilon-on-policy sampling distribution ``eps * Unif(A(I)) + (1 - eps) * sigma``."""
     legal_f = legal.astype(sigma.dtype)
-    uniform = legal_f / sum_actions(legal_f)[..., None]
+    uniform = legal_f * (1.0 / sum_actions(legal_f))[..., None]  # see normalize_rows
     return rounded(epsilon * uniform) + rounded((1.0 - epsilon) * sigma)
 
 

@@ -228,9 +228,12 @@ def normalize_rows(
     if uniform is None:
         uniform = legal_mask / expand(jnp.sum(legal_mask, axis=axis))
     w = jnp.where(legal_mask, weights, 0.0)
-    total = expand(sum_actions(w, axis=axis))
-    safe = jnp.where(total > 0, total, 1.0)
-    return jnp.where(total > 0, w / safe, uniform.astype(weights.dtype))
+    total = sum_actions(w, axis=axis)
+    # times the reciprocal, explicitly: XLA rewrites some divisions by a broadcast sum
+    # into that (1 ulp from w / total) and not others, depending on the fusion, which
+    # depends on the batch shape
+    inv = 1.0 / jnp.where(total > 0, total, 1.0)
+    return jnp.where(expand(total > 0), w * expand(inv), uniform.astype(weights.dtype))
 
 
 def over_actions(x: jax.Array, shape) -> jax.Array:
