@@ -11,9 +11,12 @@ One iteration t (1-based) for update player p, with current profile sigma^t:
                                                    else t^b / (t^b + 1))
   S^t = (S^{t-1} + w(t) pi_p(I) sigma^t(I, a)) * d(t)   the averaging weight:
         uniform w = 1; linear w = t (CFR+); quadratic w = t^2 (PCFR+); DCFR d = (t/(t+1))^g
-  sigma^{t+1} = RM(R^t [+ m^{t+1}])                regret matching; predictive CFR+ (Farina,
+  sigma^{t+1} = RM_tau(R^t [+ m^{t+1}])            regret matching; predictive CFR+ (Farina,
                                                    Kroer, Sandholm 2021) adds the prediction
                                                    m^{t+1} = r^t (the last instantaneous regret)
+  RM_tau(R)(I, a) = [R(I, a) > tau] R(I, a) / sum_a' [R(I, a') > tau] R(I, a'), uniform if 0:
+                   positive regrets at or below tau = 16 eps U (U = max |u|, eps of the
+                   float type; ``jaxcfr._solver.regret_tolerance``) are rounding noise
 
 Alternating updates (the default, as in OpenSpiel) update P1 then P2 within an
 iteration, P2 seeing P1's new policy; ``alternating=False`` updates both from the
@@ -40,6 +43,8 @@ from jaxcfr._solver import (
     check_state,
     over_actions,
     regret_matching,
+    regret_tolerance,
+    rounded,
 )
 
 
@@ -132,7 +137,8 @@ def _policy(game, player, regrets, prediction, predictive: bool, view):
     """Regret matching of a player's ``[A, n_p]`` regrets (plus the prediction)."""
     regrets = regrets + prediction if predictive else regrets
     uniform = view.uniform(game, player).astype(regrets.dtype)
-    return regret_matching(regrets, view.legal(game, player), uniform, axis=0)
+    tol = regret_tolerance(game, regrets.dtype)
+    return regret_matching(regrets, view.legal(game, player), uniform, axis=0, tolerance=tol)
 
 
 def _player_update(
@@ -163,7 +169,7 @@ def _player_update(
     inst, reach = view.reduce(game, player, inst), view.reduce(game, player, reach)
     mask = view.legal(game, player)
     new_regrets = jnp.where(mask, regret_update(regrets, inst, t), 0.0)
-    new_ssum = (ssum + over_actions(w * reach, mask.shape) * policy) * decay
+    new_ssum = (ssum + rounded(over_actions(w * reach, mask.shape) * policy)) * decay
     new_pred = inst if predictive else pred
     out = (new_regrets, new_ssum, new_pred, *full)
     return tuple(x.astype(regrets.dtype) for x in out)

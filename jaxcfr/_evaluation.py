@@ -32,7 +32,7 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr import _sequence_form as sf
-from jaxcfr._solver import check_game, check_number
+from jaxcfr._solver import check_game, check_number, rounded, tree_sum
 
 DEFAULT_ATOL = 1e-5
 
@@ -135,7 +135,7 @@ def expected_value(game: Game, policy) -> jax.Array:
     """Expected utility of both players, ``[2]``, under the profile ``policy`` ``[I, A]``."""
     policy = _prepare(game, policy)
     x = sf.realization_plan(game, policy)
-    v0 = jnp.sum(x[game.sf_seq0] * x[game.sf_seq1] * game.sf_payoff.astype(x.dtype))
+    v0 = tree_sum(rounded(x[game.sf_seq0] * x[game.sf_seq1] * game.sf_payoff.astype(x.dtype)))
     return jnp.stack([v0, -v0])
 
 
@@ -216,7 +216,8 @@ def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
 def nash_conv(game: Game, policy) -> jax.Array:
     """NashConv: sum over players of the best-response gain; ``0`` exactly at a Nash
     equilibrium. In a zero-sum game, ``BR_0(sigma_1) + BR_1(sigma_0)``."""
-    return jnp.sum(best_response_values(game, policy))
+    br = best_response_values(game, policy)
+    return br[0] + br[1]
 
 
 def exploitability(game: Game, policy) -> jax.Array:

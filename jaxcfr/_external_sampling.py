@@ -34,7 +34,7 @@ from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _abstraction as abst
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, builtin_cache_key, check_state
+from jaxcfr._solver import Solver, builtin_cache_key, check_state, rounded, sum_actions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,7 +218,7 @@ def _traverse(game: Game, tables: smp.NodeTables, regrets, u, player: int):
         value = qq[:, 0]
         if s["kinds"].players[player]:
             q = jnp.where(v.legal, qq[:, 1:], 0.0)
-            mean = jnp.sum(v.sigma * q, axis=-1)
+            mean = sum_actions(rounded(v.sigma * q))
             value = jnp.where(s["mine"], mean, value)
             regret_values[d] = jnp.where(v.legal, q - mean[:, None], 0.0)
         else:

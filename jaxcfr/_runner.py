@@ -74,7 +74,8 @@ class RunResult(NamedTuple):
 
 def _nash_conv_unchecked(game: Game, policy: jax.Array) -> jax.Array:
     """NashConv of a policy already normalized (average_policy / current_policy are)."""
-    return jnp.sum(br_values_unchecked(game, policy))
+    br = br_values_unchecked(game, policy)
+    return br[0] + br[1]  # a fixed order (jnp.sum leaves it to the backend)
 
 
 def _as_factory(solver, hparams) -> tuple[Callable[..., Solver], Any]:

@@ -33,7 +33,7 @@ import numpy as np
 
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
-from jaxcfr._solver import regret_matching
+from jaxcfr._solver import regret_matching, regret_tolerance, rounded, sum_actions
 
 
 class MCCFRState(NamedTuple):
@@ -111,7 +111,11 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     middle has the cdf of its predecessor, so it is never the first one above the
     target.
     """
-    cdf = jnp.cumsum(probs, axis=-1)
+    running, parts = None, []
+    for k in range(probs.shape[-1]):  # a fixed left-to-right order (not jnp.cumsum)
+        running = probs[..., k] if running is None else running + probs[..., k]
+        parts.append(running)
+    cdf = jnp.stack(parts, axis=-1)
     target = u * cdf[..., -1]
     return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
 
@@ -127,8 +131,8 @@ def pad_actions(x: jax.Array, num_slots: int) -> jax.Array:
 def explore(sigma: jax.Array, legal: jax.Array, epsilon) -> jax.Array:
     """epsilon-on-policy sampling distribution ``eps * Unif(A(I)) + (1 - eps) * sigma``."""
     legal_f = legal.astype(sigma.dtype)
-    uniform = legal_f / jnp.sum(legal_f, axis=-1, keepdims=True)
-    return epsilon * uniform + (1.0 - epsilon) * sigma
+    uniform = legal_f * (1.0 / sum_actions(legal_f))[..., None]  # see normalize_rows
+    return rounded(epsilon * uniform) + rounded((1.0 - epsilon) * sigma)
 
 
 class NodeTables(NamedTuple):
@@ -197,7 +201,8 @@ def read_nodes(
     width: int | None = None,
     policy: bool = True,
 ) -> NodeView:
-    """Gather node data and the current policy (regret matching on ``regrets``) at ``h``.
+    """Gather node data and the current policy (regret matching on ``regrets``, positive
+    regrets at or below :func:`jaxcfr._solver.regret_tolerance` treated as 0) at ``h``.
 
     ``width``: child slots to keep (default K; a level's :class:`LevelKinds` width).
     ``policy=False`` skips the regret gather (levels without player nodes, or
@@ -214,7 +219,8 @@ def read_nodes(
     player = (infoset >= game.meta.infosets_per_player[0]).astype(jnp.int32)
     legal = floats[..., : game.num_actions] > 0
     if policy:
-        sigma = regret_matching(regrets.at[infoset].get(mode="promise_in_bounds"), legal)
+        rows = regrets.at[infoset].get(mode="promise_in_bounds")
+        sigma = regret_matching(rows, legal, tolerance=regret_tolerance(game, regrets.dtype))
     else:
         sigma = jnp.zeros(legal.shape, floats.dtype if regrets is None else regrets.dtype)
     return NodeView(code, player, infoset, legal, sigma, row, ints[..., 1 : 1 + W], floats[..., K])
@@ -293,7 +299,7 @@ def select(x: jax.Array, k: jax.Array) -> jax.Array:
 def add_rows(table: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
     """``table [I, A]``, ``rows [n]`` (rows ``>= I`` are skipped), ``values [n, A]``:
     the scatter-add ``table[rows] += values`` (duplicate rows accumulate)."""
-    return table.at[rows].add(values.astype(table.dtype), mode="drop")
+    return table.at[rows].add(rounded(values.astype(table.dtype)), mode="drop")
 
 
 # ---------------------------------------------------------------- host tree

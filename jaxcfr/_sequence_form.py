@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from games_tensor import Game
-from jaxcfr._solver import normalize_rows, over_actions
+from jaxcfr._solver import normalize_rows, over_actions, rounded, sum_actions, tree_sum
 
 NEG_INF = -jnp.inf
 
@@ -118,11 +118,11 @@ def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
         pay = game.block_payoff.astype(table.dtype)
         if player == 0:
             opp = flat.at[game.block_col_slots].get(mode="fill", fill_value=0.0)
-            vals = sum(pay[:, :, c] * opp[:, c, None] for c in range(pay.shape[2]))
+            vals = sum(rounded(pay[:, :, c] * opp[:, c, None]) for c in range(pay.shape[2]))
             own = game.block_row_slots
         else:
             opp = flat.at[game.block_row_slots].get(mode="fill", fill_value=0.0)
-            vals = -sum(pay[:, r, :] * opp[:, r, None] for r in range(pay.shape[1]))
+            vals = -sum(rounded(pay[:, r, :] * opp[:, r, None]) for r in range(pay.shape[1]))
             own = game.block_col_slots
         contrib, own = vals.reshape(-1), own.reshape(-1)
     else:
@@ -130,7 +130,7 @@ def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
             own, opp, sign = game.sf_slot0, game.sf_slot1, 1.0
         else:
             own, opp, sign = game.sf_slot1, game.sf_slot0, -1.0
-        contrib = flat[opp] * (sign * game.sf_payoff).astype(table.dtype)
+        contrib = rounded(flat[opp] * (sign * game.sf_payoff).astype(table.dtype))
     g = jax.ops.segment_sum(contrib, own, num_segments=flat.shape[0])
     return g.reshape(table.shape)
 
@@ -185,7 +185,7 @@ Combine = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 def combine_policy(values, mask, policy):
     """value(i) = sum_a policy(a, i) v(a, i) (``[A, n]`` -> ``[n]``)."""
-    return jnp.sum(jnp.where(mask, values * policy, 0.0), axis=0)
+    return sum_actions(jnp.where(mask, rounded(values * policy), 0.0), axis=0)
 
 
 def combine_max(values, mask, policy):
@@ -221,7 +221,7 @@ def bottom_up(
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
             child = _child_sums(game, player, d, val)
-    root = g[0, game.num_infosets] + (jnp.sum(infoset_vals[0]) if levels else 0.0)
+    root = g[0, game.num_infosets] + (tree_sum(infoset_vals[0]) if levels else 0.0)
     if not levels:
         return BottomUp(jnp.zeros((A, 0), g.dtype), jnp.zeros((0,), g.dtype), root)
     return BottomUp(jnp.concatenate(action_vals, axis=1), jnp.concatenate(infoset_vals), root)

@@ -147,15 +147,115 @@ def check_state(game: Game, state, rows: int | None = None) -> None:
 
 
 def regret_matching(
-    regrets: jax.Array, legal_mask: jax.Array, uniform: jax.Array | None = None, *, axis: int = -1
+    regrets: jax.Array,
+    legal_mask: jax.Array,
+    uniform: jax.Array | None = None,
+    *,
+    axis: int = -1,
+    tolerance: float = 0.0,
 ):
-    """sigma(I, a) = R+(I, a) / sum_a' R+(I, a'), uniform over legal actions when the sum is 0.
+    """Regret matching with a noise floor ``tolerance`` (tau, see :func:`regret_tolerance`):
+
+        R+_tau(I, a) = R(I, a) if R(I, a) > tau else 0
+        sigma(I, a)  = R+_tau(I, a) / sum_a' R+_tau(I, a'),  uniform over legal actions
+                       when the sum is 0.
+
+    Positive regrets at or below tau are rounding noise (e.g. +8.7e-19 left where the
+    exact regret is 0), which plain regret matching would turn into a pure strategy.
+    ``tolerance=0`` is the textbook rule; every solver of the library passes
+    ``regret_tolerance(game)``.
 
     ``[..., A] -> [..., A]`` (actions on ``axis``; ``axis=0`` for the kernel's action-major
     ``[A, I]`` layout); illegal actions get 0. ``uniform`` (``game.legal_uniform``, in the
     same layout) is the fallback, computed from the mask when not given.
     """
-    return normalize_rows(jnp.maximum(regrets, 0.0), legal_mask, uniform, axis=axis)
+    positive = jnp.where(regrets > tolerance, regrets, jnp.zeros((), regrets.dtype))
+    return normalize_rows(positive, legal_mask, uniform, axis=axis)
+
+
+# Rounding noise of a counterfactual regret is a few ulps of the values summed into it;
+# those are bounded by the payoff scale U (reach weights are probabilities), and the
+# noise seen in practice is below 1 eps * U (goofspiel: 0.004 eps U in float64).
+REGRET_TOLERANCE_EPS = 16.0
+
+
+def payoff_scale(game: Game) -> float:
+    """U = max over terminals z of |u_0(z)| (a host float, known at trace time)."""
+    host = game.meta.host
+    scale = host.get("payoff_scale")
+    if scale is None:
+        utility = np.asarray(host["node_utility"], dtype=np.float64)
+        scale = host["payoff_scale"] = float(np.max(np.abs(utility), initial=0.0))
+    return scale
+
+
+def regret_tolerance(game: Game | float, dtype=None) -> float:
+    """The noise floor of regret matching: tau = 16 * eps(dtype) * U.
+
+    Args:
+      game: a compiled game (U = :func:`payoff_scale`) or the payoff scale U itself.
+      dtype: the float type the regrets are held in (default: the game's, float32 or
+        float64 under x64). eps is its machine epsilon (2^-23 or 2^-52).
+
+    Returns:
+      tau as a Python float, e.g. 16 * 2^-52 * 13 = 4.6e-14 for Leduc in float64 and
+      16 * 2^-23 * 13 = 2.5e-5 in float32. Positive regrets at or below tau are treated
+      as zero by :func:`regret_matching`. Solvers built on regret matching (CFR family,
+      MCCFR, search, pruning) pass ``tolerance=regret_tolerance(game)``.
+    """
+    if isinstance(game, Game):
+        scale = payoff_scale(game)
+        dtype = game.sf_payoff.dtype if dtype is None else dtype
+    else:
+        scale = float(game)
+        if dtype is None:
+            raise ValueError("regret_tolerance(scale, dtype) needs the dtype with a number")
+    return REGRET_TOLERANCE_EPS * float(np.finfo(dtype).eps) * scale
+
+
+def sum_actions(x: jax.Array, axis: int = -1) -> jax.Array:
+    """Sum over the (small, static) action axis in a fixed left-to-right order.
+
+    ``x[..., 0] + x[..., 1] + ...`` as elementwise adds, so the result of every row is
+    the same bits whatever the batch shape around it: XLA's ``reduce`` leaves the
+    association order to the backend, and XLA:CPU picks a different one for ``[1, n, 3]``
+    than for ``[B, n, 3]`` (docs/cfr.md, "Reproducibility").
+    """
+    axis = axis % x.ndim
+    n = x.shape[axis]
+    if n == 0:
+        return jnp.zeros(x.shape[:axis] + x.shape[axis + 1 :], x.dtype)
+    total = jax.lax.index_in_dim(x, 0, axis, keepdims=False)
+    for a in range(1, n):
+        total = total + jax.lax.index_in_dim(x, a, axis, keepdims=False)
+    return total
+
+
+def rounded(x: jax.Array) -> jax.Array:
+    """``x`` kept as a separately rounded value: a product passed through it is never
+    fused with a following add.
+
+    XLA:CPU lets LLVM contract ``a * b + c`` into one fused multiply-add (one rounding
+    instead of two) and LLVM picks which products to contract by their place in the
+    unrolled, vectorized loop, so the same element rounds differently in a batch of 1 and
+    in a batch of 8 (docs/cfr.md, "Reproducibility"). A select that LLVM cannot remove
+    breaks the pattern; NaN stays NaN.
+    """
+    return jnp.where(jnp.isnan(x), jnp.nan, x)
+
+
+def tree_sum(x: jax.Array, axis: int = 0) -> jax.Array:
+    """Sum along ``axis`` by halving (pairwise) with elementwise adds: a fixed order, the
+    same bits in any batch shape (``jnp.sum`` leaves the order to the backend)."""
+    x = jnp.moveaxis(x, axis, 0)
+    if x.shape[0] == 0:
+        return jnp.zeros(x.shape[1:], x.dtype)
+    while x.shape[0] > 1:
+        if x.shape[0] % 2:
+            x = jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
+        half = x.shape[0] // 2
+        x = x[:half] + x[half:]
+    return x[0]
 
 
 def normalize_rows(
@@ -173,9 +273,12 @@ def normalize_rows(
     if uniform is None:
         uniform = legal_mask / expand(jnp.sum(legal_mask, axis=axis))
     w = jnp.where(legal_mask, weights, 0.0)
-    total = expand(jnp.sum(w, axis=axis))
-    safe = jnp.where(total > 0, total, 1.0)
-    return jnp.where(total > 0, w / safe, uniform.astype(weights.dtype))
+    total = sum_actions(w, axis=axis)
+    # times the reciprocal, explicitly: XLA rewrites some divisions by a broadcast sum
+    # into that (1 ulp from w / total) and not others, depending on the fusion, which
+    # depends on the batch shape
+    inv = 1.0 / jnp.where(total > 0, total, 1.0)
+    return jnp.where(expand(total > 0), w * expand(inv), uniform.astype(weights.dtype))
 
 
 def over_actions(x: jax.Array, shape) -> jax.Array:
@@ -218,4 +321,9 @@ def current_policy(game: Game, state) -> jax.Array:
     prediction = getattr(state, "prediction", None)
     if prediction is not None:
         regrets = regrets + prediction
-    return regret_matching(_full_rows(game, regrets), game.legal_mask, game.legal_uniform)
+    return regret_matching(
+        _full_rows(game, regrets),
+        game.legal_mask,
+        game.legal_uniform,
+        tolerance=regret_tolerance(game),
+    )
