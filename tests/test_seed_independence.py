@@ -43,7 +43,9 @@ def test_seed_curves_and_states_independent_of_batch_size(name):
     runs = {b: _run(name, b, game) for b in (1, 4, 8)}
     for small, big in ((1, 4), (4, 8), (1, 8)):
         np.testing.assert_array_equal(runs[big].nash_conv[:small], runs[small].nash_conv)
-        for a, b in zip(_host(runs[big].state, small), _host(runs[small].state, small)):
+        for a, b in zip(
+            _host(runs[big].state, small), _host(runs[small].state, small), strict=True
+        ):
             np.testing.assert_array_equal(a, b)
     assert len(np.unique(runs[8].nash_conv[:, -1])) > 1  # the seeds do differ
 
