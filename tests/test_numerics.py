@@ -24,7 +24,9 @@ def test_regret_matching_ignores_noise_below_tolerance():
 
 
 def test_regret_tolerance_closed_form(x64):
-    leduc = gt.load("leduc_poker")  # largest |u| = 13 chips
+    leduc = gt.load(
+        "leduc_poker"
+    )  # largest |u| = 13 (1 ante + 2 * 2 + 2 * 4 chips... of the loser)
     assert regret_tolerance(leduc) == 16 * 2.0**-52 * 13
     assert regret_tolerance(leduc, jnp.float32) == 16 * 2.0**-23 * 13
     assert regret_tolerance(2.0, np.float64) == 32 * 2.0**-52

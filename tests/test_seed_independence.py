@@ -24,6 +24,7 @@ SOLVERS = [
     "external_sampling",
 ]
 ITERATIONS, EVAL_EVERY = 60, 20
+pytestmark = pytest.mark.slow  # 7 solvers x 4 compiles: ~140 s CPU, 9 min on the shared machine
 
 
 def _run(name, num_seeds, game):
