@@ -39,6 +39,7 @@ from jaxcfr._solver import (
     Solver,
     builtin_cache_key,
     check_bool,
+    check_game,
     check_number,
     check_state,
     over_actions,
@@ -231,6 +232,7 @@ def make_cfr_solver(
         return CFRState(regrets, zeros, zeros, jnp.zeros((), jnp.int32))
 
     def update(game: Game, state: CFRState, key=None) -> CFRState:
+        check_game(game)
         view = abst.view(game, keying)
         check_state(game, state, view.num_rows(game))
         if chance_sampling:

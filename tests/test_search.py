@@ -184,7 +184,7 @@ def test_w_T_by_hand_kuhn():
 
 
 # ---------------------------------------------------------------- convergence
-ROOT = [("kuhn_poker", {}, 20_000, 0.05), ("ii_goofspiel", {"num_cards": 4}, 20_000, 0.5)]
+ROOT = [("kuhn_poker", {}, 50_000, 0.05), ("ii_goofspiel", {"num_cards": 4}, 20_000, 0.5)]
 
 
 def _root_nash_conv(game, bot, iterations, key):
@@ -200,8 +200,12 @@ def _root_nash_conv(game, bot, iterations, key):
 def test_root_oos_exploitability(name, params, iterations, level):
     game = _game(name, **params)
     uniform = float(jaxcfr.nash_conv(game, game.legal_uniform))
-    nc, pol = _root_nash_conv(game, jaxcfr.oos(None, epsilon=0.6), iterations, jax.random.key(0))
-    assert nc < level < uniform, (nc, level, uniform)
+    bot = jaxcfr.oos(None, epsilon=0.6)
+    # median over 3 keys: one key's NashConv is a noisy sample of the budget's typical level
+    runs = [_root_nash_conv(game, bot, iterations, jax.random.key(k)) for k in range(3)]
+    runs.sort(key=lambda r: r[0])
+    nc, pol = runs[1]
+    assert nc < level < uniform, ([r[0] for r in runs], level, uniform)
     if name == "kuhn_poker":  # the average strategy approaches the LP value -1/18
         value = float(jaxcfr.solve_lp(game).value)
         assert abs(float(jaxcfr.expected_value(game, pol)[0]) - value) < 0.02

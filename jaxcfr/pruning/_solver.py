@@ -66,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
+from jaxcfr import _abstraction as abst
 from jaxcfr import _cfr
 from jaxcfr import _sequence_form as sf
 from jaxcfr._solver import (
@@ -77,6 +78,8 @@ from jaxcfr._solver import (
     normalize_rows,
     over_actions,
     regret_matching,
+    regret_tolerance,
+    rounded,
 )
 from jaxcfr.pruning._tables import tables
 
@@ -316,9 +319,10 @@ def regret_pruning(
 
     def policy_of(game, p, regrets, pred, pruned):
         if pruning in ("none", "partial"):
-            return _cfr._policy(game, p, regrets, pred, predictive)
+            return _cfr._policy(game, p, regrets, pred, predictive, abst.view(game, "full"))
         mask = sf.legal_block(game, p) & ~pruned
-        return regret_matching(regrets, mask, None, axis=0)
+        tol = regret_tolerance(game, regrets.dtype)
+        return regret_matching(regrets, mask, None, axis=0, tolerance=tol)
 
     def player_step(game, p, b, policy, table, opp_ssum, t):
         """One update of player p. ``b``: dict of its blocks. Returns (b, nodes)."""
@@ -341,7 +345,8 @@ def regret_pruning(
         b["R"] = jnp.where(upd, regret_update(b["R"], inst, t), b["R"]).astype(dtype)
         w, decay = weight(t)
         reach = sf.own_reach(game, table, p)
-        b["S"] = ((b["S"] + over_actions(w * reach, shape) * policy) * decay).astype(dtype)
+        # the same rounding as the CFR family's update (rounded: no fused multiply-add)
+        b["S"] = ((b["S"] + rounded(over_actions(w * reach, shape) * policy)) * decay).astype(dtype)
         if predictive:
             b["P"] = inst.astype(dtype)
 
