@@ -217,6 +217,7 @@ def make_cfr_solver(
     def init(game: Game, key=None, *, scale: float = 0.0) -> CFRState:
         """Zero regrets (uniform first policy), or uniform random regrets in [0, scale)
         drawn from ``key`` when ``scale > 0`` (for seed studies of deterministic solvers)."""
+        check_game(game)
         view = abst.view(game, keying)
         shape = (view.num_rows(game), game.num_actions)
         dtype = game.sf_payoff.dtype
