@@ -14,7 +14,7 @@ import pytest
 
 import games_tensor as gt
 import jaxcfr
-from experiments import convergence_cli, processes
+from experiments import convergence, convergence_cli, processes
 
 TIMEOUT = 300  # seconds for the whole launch; the processes are stopped after it
 
@@ -127,39 +127,62 @@ def test_launch_timeout_stops_the_processes():
         processes.launch([sys.executable, "-c", code], 2, timeout=1, show_first=False)
 
 
+STUDY = [
+    "--game",
+    "kuhn_poker",
+    "--seeds",
+    "4",
+    "--iterations",
+    "40",
+    "--eval-every",
+    "20",
+    "--init-scale",
+    "1.0",
+    "--bootstrap",
+    "50",
+    "--no-progress",
+]
+
+
 def test_two_process_study_writes_the_single_process_results(tmp_path):
     """``python -m experiments convergence ... --processes 2`` (process 0 writes) gives the
     results.json of the same study in one process."""
-    args = [
-        "--game",
-        "kuhn_poker",
-        "--algorithms",
-        "cfr,outcome_sampling",
-        "--seeds",
-        "4",
-        "--iterations",
-        "40",
-        "--eval-every",
-        "20",
-        "--init-scale",
-        "1.0",
-        "--bootstrap",
-        "50",
-        "--no-progress",
-    ]
+    args = [*STUDY, "--algorithms", "outcome_sampling"]
     two, one = tmp_path / "two", tmp_path / "one"
     assert convergence_cli.main([*args, "--out", str(two), "--processes", "2"]) == 0
     assert convergence_cli.main([*args, "--out", str(one)]) == 0
     a = json.loads((two / "results.json").read_text())
-    b = json.loads((one / "results.json").read_text())
-    assert a == b
-    assert [x["label"] for x in a["algorithms"]] == ["cfr", "outcome_sampling"]
-    assert all(len(x["exploitability"]) == 4 for x in a["algorithms"])
+    assert a == json.loads((one / "results.json").read_text())
+    assert a["complete"] and len(a["algorithms"][0]["exploitability"]) == 4
     env = json.loads((two / "environment.json").read_text())
-    assert [s["processes"] for s in env["sessions"]] == [2]
+    assert [(s["processes"], s["status"]) for s in env["sessions"]] == [(2, "complete")]
     assert sorted(p.name for p in (two / "runs").iterdir()) == sorted(
         p.name for p in (one / "runs").iterdir()
     )
+
+
+@pytest.mark.slow
+def test_two_process_study_resumes_a_single_process_checkpoint(tmp_path):
+    """A study interrupted after its first chunk in one process, resumed over 2 processes
+    (process 0 reads the checkpoint and broadcasts it), ends with the results.json of the
+    uninterrupted single-process study."""
+    args = [*STUDY, "--algorithms", "cfr,outcome_sampling"]
+    config = convergence_cli.config_from_args(convergence_cli.build_parser().parse_args(args))
+    part, one = tmp_path / "part", tmp_path / "one"
+
+    def stop(label, iteration):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        convergence.run_study(config, part, progress=False, after_chunk=stop)
+    assert convergence_cli.main([*args, "--out", str(part), "--processes", "2"]) == 0
+    assert convergence_cli.main([*args, "--out", str(one)]) == 0
+    assert (part / "results.json").read_bytes() == (one / "results.json").read_bytes()
+    env = json.loads((part / "environment.json").read_text())
+    assert [(s["processes"], s["status"]) for s in env["sessions"]] == [
+        (1, "interrupted"),
+        (2, "complete"),
+    ]
 
 
 def test_distributed_flags_are_checked(capsys):
