@@ -179,9 +179,13 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.processes is not None and args.processes > 1:  # start them, wait, report
-        argv = processes.strip_launch_flag(list(sys.argv[1:] if argv is None else argv))
+        argv = processes.strip_launch_flags(list(sys.argv[1:] if argv is None else argv))
         command = [sys.executable, "-m", "experiments", "convergence", *argv]
-        return processes.launch(command, args.processes)
+        try:
+            return processes.launch(command, args.processes, timeout=args.launch_timeout)
+        except processes.LaunchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     lead = True
     try:
         if not args.out:

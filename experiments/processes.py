@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "port), the seeds sharded across them; process 0 writes the results",
     )
     g.add_argument(
+        "--launch-timeout",
+        type=float,
+        metavar="S",
+        help="with --processes: stop all the processes after S seconds (default: no limit)",
+    )
+    g.add_argument(
         "--coordinator",
         metavar="HOST:PORT",
         help="this process joins a distributed run whose process 0 listens on HOST:PORT "
@@ -55,12 +61,16 @@ def check_arguments(args) -> None:
     if args.processes is not None:
         if args.processes < 1:
             raise ValueError(f"--processes must be >= 1, got {args.processes}")
+        if args.launch_timeout is not None and args.launch_timeout <= 0:
+            raise ValueError(f"--launch-timeout must be > 0 seconds, got {args.launch_timeout}")
         if args.coordinator is not None:
             raise ValueError(
                 "--processes N starts the processes itself; --coordinator, --num-processes "
                 "and --process-id are for starting each process by hand (several hosts)"
             )
     given = [args.coordinator, args.num_processes, args.process_id]
+    if args.launch_timeout is not None and args.processes is None:
+        raise ValueError("--launch-timeout applies to --processes N only")
     if any(v is not None for v in given):
         if any(v is None for v in given):
             raise ValueError(
@@ -89,15 +99,19 @@ def initialize(coordinator: str, num_processes: int, process_id: int) -> None:
     )
 
 
-def strip_launch_flag(argv: list[str]) -> list[str]:
-    """``argv`` without ``--processes N`` / ``--processes=N``."""
+LAUNCH_FLAGS = ("--processes", "--launch-timeout")
+
+
+def strip_launch_flags(argv: list[str]) -> list[str]:
+    """``argv`` without the launcher's own flags (``--processes N``, ``--launch-timeout S``,
+    also in their ``--flag=value`` form), for the processes it starts."""
     out, skip = [], False
     for a in argv:
         if skip:
             skip = False
-        elif a == "--processes":
+        elif a in LAUNCH_FLAGS:
             skip = True
-        elif not a.startswith("--processes="):
+        elif not a.startswith(tuple(f + "=" for f in LAUNCH_FLAGS)):
             out.append(a)
     return out
 

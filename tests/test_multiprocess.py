@@ -127,6 +127,7 @@ def test_launch_timeout_stops_the_processes():
         processes.launch([sys.executable, "-c", code], 2, timeout=1, show_first=False)
 
 
+LIMIT = ["--launch-timeout", str(TIMEOUT)]
 STUDY = [
     "--game",
     "kuhn_poker",
@@ -149,7 +150,7 @@ def test_two_process_study_writes_the_single_process_results(tmp_path):
     results.json of the same study in one process."""
     args = [*STUDY, "--algorithms", "outcome_sampling"]
     two, one = tmp_path / "two", tmp_path / "one"
-    assert convergence_cli.main([*args, "--out", str(two), "--processes", "2"]) == 0
+    assert convergence_cli.main([*args, "--out", str(two), "--processes", "2", *LIMIT]) == 0
     assert convergence_cli.main([*args, "--out", str(one)]) == 0
     a = json.loads((two / "results.json").read_text())
     assert a == json.loads((one / "results.json").read_text())
@@ -175,7 +176,7 @@ def test_two_process_study_resumes_a_single_process_checkpoint(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         convergence.run_study(config, part, progress=False, after_chunk=stop)
-    assert convergence_cli.main([*args, "--out", str(part), "--processes", "2"]) == 0
+    assert convergence_cli.main([*args, "--out", str(part), "--processes", "2", *LIMIT]) == 0
     assert convergence_cli.main([*args, "--out", str(one)]) == 0
     assert (part / "results.json").read_bytes() == (one / "results.json").read_bytes()
     env = json.loads((part / "environment.json").read_text())
@@ -192,8 +193,15 @@ def test_distributed_flags_are_checked(capsys):
         (["--coordinator", "nohost", "--num-processes", "2", "--process-id", "0"], "HOST:PORT"),
         (["--coordinator", "h:1", "--num-processes", "2", "--process-id", "2"], "--process-id"),
         (["--processes", "2", "--coordinator", "h:1"], "starts the processes itself"),
+        (["--processes", "2", "--launch-timeout", "0"], "--launch-timeout must be > 0"),
+        (["--launch-timeout", "5"], "applies to --processes N only"),
     ]
     common = ["--game", "kuhn_poker", "--algorithms", "cfr", "--out", "unused"]
     for flags, message in bad:
         assert convergence_cli.main([*common, *flags]) == 2
         assert message in capsys.readouterr().err, flags
+
+
+def test_launcher_flags_are_not_passed_on():
+    argv = ["--game", "g", "--processes", "2", "--launch-timeout=9", "--out", "o"]
+    assert processes.strip_launch_flags(argv) == ["--game", "g", "--out", "o"]
