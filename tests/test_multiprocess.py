@@ -15,6 +15,7 @@ import pytest
 import games_tensor as gt
 import jaxcfr
 from experiments import convergence, convergence_cli, processes
+from experiments import study_store as store
 
 TIMEOUT = 300  # seconds for the whole launch; the processes are stopped after it
 
@@ -205,3 +206,16 @@ def test_distributed_flags_are_checked(capsys):
 def test_launcher_flags_are_not_passed_on():
     argv = ["--game", "g", "--processes", "2", "--launch-timeout=9", "--out", "o"]
     assert processes.strip_launch_flags(argv) == ["--game", "g", "--out", "o"]
+
+
+def test_study_refused_by_process_0_stops_every_process(tmp_path, capfd):
+    """Process 0 alone takes the folder's lock; when it refuses the study (here: the
+    folder is locked by this test), the other processes stop with it, nothing hangs."""
+    out = tmp_path / "locked"
+    store.create_out(out)
+    args = [*STUDY, "--algorithms", "cfr", "--out", str(out), "--processes", "2", *LIMIT]
+    with store.lock(out):
+        assert convergence_cli.main(args) == 2
+    err = capfd.readouterr().err
+    assert "another process" in err and "is running a study" in err
+    assert not (out / "results.json").exists()
