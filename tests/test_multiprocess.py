@@ -46,6 +46,16 @@ for name, kwargs in %(runs)r:
     saved[name + "/iterations"] = res.iterations
     for field, x in zip(state._fields, state):
         saved[name + "/" + field] = np.asarray(x)
+for bad, message in (
+    (dict(num_seeds=%(seeds)d, devices=jax.local_devices()), "span processes"),
+    (dict(num_seeds=%(seeds)d + 1), "processes; choose num_seeds"),
+):
+    try:
+        jaxcfr.run(jaxcfr.cfr(), game, 2, 1, **bad)
+    except ValueError as exc:
+        assert message in str(exc), exc
+    else:
+        raise AssertionError(f"run accepted {bad}")
 np.savez(f"{out}/process-{pid}.npz", **saved)
 """
 
@@ -96,7 +106,8 @@ def _check_processes_match_one(tmp_path, game_name, num_processes, num_seeds, ti
 
 def test_two_processes_match_one_process(tmp_path):
     """Kuhn, 4 seeds over 2 processes (2 each): CFR with random initial regrets and
-    outcome sampling give the single-process curves and states bit for bit."""
+    outcome sampling give the single-process curves and states bit for bit; devices of
+    one process only, or a batch that does not divide among the processes, are refused."""
     _check_processes_match_one(tmp_path, "kuhn_poker", 2, 4)
 
 
