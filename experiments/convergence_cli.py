@@ -186,6 +186,13 @@ def main(argv=None) -> int:
         except processes.LaunchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # the processes are stopped; checkpoints are kept
+            print(
+                f"\ninterrupted: progress up to the last chunk is saved in {args.out}; "
+                "run the same command again to resume",
+                file=sys.stderr,
+            )
+            return 130
     lead = True
     try:
         if not args.out:
