@@ -8,16 +8,25 @@ chunk when run again with the same output folder and ends with the same
 ``results.json`` as an uninterrupted run. An output folder holding a different study is
 refused. The folder's files are handled by :mod:`experiments.study_store`; the command
 line is :mod:`experiments.convergence_cli`.
+
+Several processes (after ``jax.distributed.initialize``, every process calling
+:func:`run_study` with the same config): the seeds are sharded across the processes'
+devices; process 0 alone touches the output folder (lock, checkpoints, results); it
+broadcasts what it resumes from, and each chunk's state is gathered to it
+(``process_allgather``, a collective) for its checkpoint. The results are those of a
+single-process study (``tests/test_multiprocess.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
 import games_tensor as gt
 import jaxcfr
@@ -26,7 +35,7 @@ from experiments import study_config as sc
 from experiments import study_memory as memory
 from experiments import study_store as store
 from experiments.algorithms import ConfigError
-from experiments.study_store import AlgorithmRun
+from experiments.study_store import AlgorithmRun, StudyError
 
 
 def _num(v) -> float:
@@ -150,6 +159,47 @@ def write_outputs(
     return results
 
 
+# ---------------------------------------------------------------- several processes
+def _is_lead() -> bool:
+    """This process writes the study (process 0; the only one without jax.distributed)."""
+    return jax.process_index() == 0
+
+
+def _agree(ok: bool) -> bool:
+    """Process 0's ``ok``, in every process (the others wait for it)."""
+    if jax.process_count() == 1:
+        return ok
+    flag = multihost_utils.broadcast_one_to_all(np.int32(ok), is_source=_is_lead())
+    return bool(np.asarray(flag))
+
+
+def _share_run(run: AlgorithmRun, template, seeds: int) -> AlgorithmRun:
+    """Process 0's progress (iterations done and state to resume from) in every process;
+    the other processes keep only what they compute with."""
+    if jax.process_count() == 1:
+        return run
+    zeros = jax.tree.map(lambda t: np.zeros((seeds, *t.shape), t.dtype), template)
+    lead = _is_lead()
+    has_state = run.state is not None
+    source = (np.int64(run.done), np.int32(has_state), run.state if has_state else zeros)
+    done, has_state, state = multihost_utils.broadcast_one_to_all(source, is_source=lead)
+    if lead:
+        return run
+    shared = AlgorithmRun()
+    if int(np.asarray(done)):
+        shared.iterations = [int(np.asarray(done))]
+    if int(np.asarray(has_state)):
+        shared.state = jax.tree.map(np.asarray, state)
+    return shared
+
+
+def _to_host(state):
+    """A batched state as NumPy arrays (gathered from every process: a collective)."""
+    if jax.process_count() == 1:
+        return state
+    return multihost_utils.process_allgather(state, tiled=True)
+
+
 # ---------------------------------------------------------------- the study
 def run_study(
     config: sc.StudyConfig,
@@ -170,8 +220,12 @@ def run_study(
       StudyError / ConfigError before anything is written (a study that would not fit
       in memory included); KeyboardInterrupt after writing the partial outputs (marked
       incomplete); OSError (disk full, ...) with every completed chunk kept.
+
+    In a run of several processes, every process calls this; process 0 writes ``out``
+    and returns the results, the others compute their seeds and return ``None``.
     """
     out = Path(out)
+    lead = _is_lead()
     with jax.enable_x64(config.x64):
         try:
             game = gt.load(config.game, **config.game_params)
@@ -179,32 +233,48 @@ def run_study(
             raise ConfigError(str(exc)) from exc
         solvers = {a.label: algorithms.build(a.name, a.params) for a in config.algorithms}
         memory.check(config, solvers, game)
-        store.create_out(out)
-        with store.lock(out):
-            resuming = store.prepare_out(out, config.to_dict())
+        with contextlib.ExitStack() as stack:
+            resuming = False
+            if lead:
+                try:
+                    store.create_out(out)
+                    stack.enter_context(store.lock(out))
+                    resuming = store.prepare_out(out, config.to_dict())
+                except BaseException:
+                    _agree(False)  # the other processes stop too
+                    raise
+            if not _agree(True):
+                raise StudyError(f"process 0 refused the study in {out} (see its output)")
             return _run_locked(
                 config,
                 out,
                 game,
                 solvers,
                 resuming,
-                progress=progress,
+                progress=progress and lead,
                 after_chunk=after_chunk,
-                echo=echo,
+                echo=echo if lead else (lambda _: None),
             )
 
 
 def _run_locked(
     config, out: Path, game, solvers, resuming: bool, *, progress, after_chunk, echo
 ) -> dict[str, Any]:
-    (out / store.RUNS).mkdir(exist_ok=True)
-    store.remove_temporaries(out)
+    lead = _is_lead()
+    if lead:
+        (out / store.RUNS).mkdir(exist_ok=True)
+        store.remove_temporaries(out)
     runs: dict[str, AlgorithmRun] = {}
     for a in config.algorithms:
         template = jax.eval_shape(lambda s=solvers[a.label]: s.init(game))
-        runs[a.label], note = store.load_checkpoint(
-            store.checkpoint_path(out, a.slug), a.label, template, config.seeds
-        )
+        note = None
+        if lead:
+            runs[a.label], note = store.load_checkpoint(
+                store.checkpoint_path(out, a.slug), a.label, template, config.seeds
+            )
+        else:
+            runs[a.label] = AlgorithmRun()
+        runs[a.label] = _share_run(runs[a.label], template, config.seeds)
         if note:
             echo(f"warning: {note}")
         done = runs[a.label].done
@@ -212,6 +282,22 @@ def _run_locked(
             echo(f"{a.label}: already complete ({done} iterations)")
         elif resuming and done:
             echo(f"resuming {a.label} at iteration {done}/{a.iterations}")
+    if not lead:  # compute only: the same chunks, nothing written
+        for a in config.algorithms:
+            if runs[a.label].done < a.iterations:
+                _run_algorithm(
+                    config,
+                    a,
+                    runs[a.label],
+                    solvers[a.label],
+                    game,
+                    out,
+                    0,
+                    None,
+                    after_chunk,
+                    write=False,
+                )
+        return None
     env = store.start_session(out)
     session = len(env["sessions"]) - 1
 
@@ -272,9 +358,10 @@ def _run_algorithm(
     session: int,
     bar,
     after_chunk,
+    write: bool = True,
 ) -> None:
     """Run ``algo`` from where ``run`` stands to its target, recording each chunk in
-    ``run`` and checkpointing it (with its curves CSV)."""
+    ``run`` and checkpointing it (with its curves CSV) when ``write``."""
     ck_path, csv_path = store.checkpoint_path(out, algo.slug), store.curves_path(out, algo.slug)
     chunk_started = time.perf_counter()
 
@@ -286,8 +373,10 @@ def _run_algorithm(
         run.nash_conv.append(np.asarray(nash_conv))
         run.chunk_seconds.append(now - chunk_started)
         run.session.append(session)
-        store.save_checkpoint(ck_path, algo.label, run, state)
-        store.write_csv(csv_path, run)
+        state = _to_host(state)  # every process takes part in the gather
+        if write:
+            store.save_checkpoint(ck_path, algo.label, run, state)
+            store.write_csv(csv_path, run)
         if bar is not None:
             bar.set_postfix_str(
                 f"median exploitability {np.median(nash_conv) / 2:.3g}", refresh=False

@@ -18,6 +18,19 @@ Guarantees: docs/guarantees.md.
 
 Output folder: config.json, results.json, timing.json, environment.json, runs/*.csv,
 runs/*.npz, exploitability_vs_iterations.png, exploitability_vs_seconds.png, report.md.
+
+Several processes (``jax.distributed``; the seeds, a multiple of the processes'
+devices, are sharded across them; process 0 alone writes the output folder, and the
+results equal a single-process study's):
+
+    # N CPU processes on this machine, started and stopped by this command
+    python -m experiments convergence --config experiments/studies/default.toml \
+        --out results/default --processes 2
+    # several hosts: the same command on each, host 0's address as coordinator
+    python -m experiments convergence ... --out results/x \
+        --coordinator HOST0:12345 --num-processes 2 --process-id 0   # on HOST0
+    python -m experiments convergence ... --out results/x \
+        --coordinator HOST0:12345 --num-processes 2 --process-id 1   # on the other host
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import games_tensor as gt
-from experiments import algorithms, report
+from experiments import algorithms, processes, report
 from experiments import study_config as sc
 from experiments import study_store as store
 from experiments.algorithms import ConfigError
@@ -117,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--list", action="store_true", help="list games and algorithms with their parameters"
     )
+    processes.add_arguments(p)
     return p
 
 
@@ -160,18 +174,44 @@ def main(argv=None) -> int:
         print(listing())
         return 0
     try:
+        processes.check_arguments(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.processes is not None and args.processes > 1:  # start them, wait, report
+        argv = processes.strip_launch_flags(list(sys.argv[1:] if argv is None else argv))
+        command = [sys.executable, "-m", "experiments", "convergence", *argv]
+        try:
+            return processes.launch(command, args.processes, timeout=args.launch_timeout)
+        except processes.LaunchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:  # the processes are stopped; checkpoints are kept
+            print(
+                f"\ninterrupted: progress up to the last chunk is saved in {args.out}; "
+                "run the same command again to resume",
+                file=sys.stderr,
+            )
+            return 130
+    lead = True
+    try:
         if not args.out:
             raise ConfigError("--out DIR is required")
+        if args.coordinator is not None:  # before any JAX computation (config checks too)
+            processes.initialize(args.coordinator, args.num_processes, args.process_id)
+            lead = args.process_id == 0
         config = config_from_args(args)
-        for name in config.skipped:
+        for name in config.skipped if lead else ():
             print(f"note: optional algorithm {name!r} is not available in this jaxcfr; skipped")
         out = Path(args.out)
-        print(
-            f"study: {config.game}, {len(config.algorithms)} algorithms "
-            f"({', '.join(a.label for a in config.algorithms)}), {config.seeds} seeds -> {out}",
-            flush=True,
-        )
-        results = run_study(config, out, progress=not args.no_progress)
+        if lead:
+            print(
+                f"study: {config.game}, {len(config.algorithms)} algorithms "
+                f"({', '.join(a.label for a in config.algorithms)}), {config.seeds} seeds "
+                f"-> {out}" + (f" ({args.num_processes} processes)" if args.coordinator else ""),
+                flush=True,
+            )
+        results = run_study(config, out, progress=lead and not args.no_progress)
     except (ConfigError, StudyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -210,6 +250,8 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 130
+    if not lead:  # process 0 writes and reports
+        return 0
     print()
     print(report.results_table(results, store.read_json(out / store.TIMING)))
     print()

@@ -118,7 +118,8 @@ def _git() -> dict[str, Any]:
 
 
 def current_environment() -> dict[str, Any]:
-    """Package versions, Python, platform, JAX devices, git commit and argv of this process."""
+    """Package versions, Python, platform, JAX devices and processes, git commit and argv
+    of this process."""
     versions = {}
     for dist in ("jaxcfr", "jax", "jaxlib", "numpy", "matplotlib"):
         try:
@@ -130,6 +131,7 @@ def current_environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "devices": [f"{d.platform}:{d.id} ({d.device_kind})" for d in jax.devices()],
+        "processes": jax.process_count(),  # > 1: a jax.distributed run (devices: all of it)
         "git": _git(),
         "argv": sys.argv,
     }

@@ -16,11 +16,21 @@ solver consumes ``fold_in(seed_key, t)``, so a seed fully determines its run.
 Multiple devices: when more than one local device is present and the batch
 divides evenly among them (or when ``devices`` is given, where it must divide),
 the batch axis is sharded with a 1-D ``jax.sharding.Mesh`` and
-``NamedSharding``; the NashConv curves are gathered replicated. Across hosts,
-call ``jax.distributed.initialize()`` in every process first, then pass
-``devices=jax.devices()`` (all global devices). Tested with forced host devices
-on one machine; not yet on several hosts. Compiled chunks are cached per
-(solver, evaluation, chunk length), so repeated or resumed runs do not recompile.
+``NamedSharding``; the NashConv curves (and finiteness flags) come back
+replicated, so every process can read them.
+
+Several processes (one or several hosts): call ``jax.distributed.initialize(...)``
+in every process first, then make the same ``run`` call in every process. The
+batch is then sharded over all global devices (``jax.devices()``, which it must
+divide); each process computes its own rows, ``nash_conv`` is the whole batch in
+every process, and ``state`` (and the state given to ``on_chunk``) is a global
+array whose rows live in their processes: ``jax.experimental.multihost_utils.
+process_allgather(state, tiled=True)`` (a collective: every process calls it)
+brings it to the host. Seeds use the same keys as in one process, and the curves
+are bit-identical to a single-process run of the same seeds
+(``tests/test_multiprocess.py``: 2 and 4 CPU processes on one machine). Compiled
+chunks are cached per (solver, evaluation, chunk length), so repeated or resumed
+runs do not recompile.
 """
 
 from __future__ import annotations
@@ -108,18 +118,32 @@ def _describe(solver: Solver) -> str:
 
 
 def _sharding(devices, batch: int):
-    """1-D batch sharding over ``devices``; by default over all local devices when the
-    batch divides evenly among them (else unsharded)."""
-    explicit = devices is not None
-    devices = list(jax.local_devices() if devices is None else devices)
+    """1-D batch sharding over ``devices``. By default: in a single process, over all
+    local devices when the batch divides evenly among them (else unsharded); in a run
+    spanning several processes (``jax.distributed.initialize``), over all global devices,
+    which the batch must divide."""
+    multi = jax.process_count() > 1
+    explicit = devices is not None or multi
+    if devices is None:
+        devices = jax.devices() if multi else jax.local_devices()
+    devices = list(devices)
+    if multi:
+        procs = {d.process_index for d in devices}
+        if procs != set(range(jax.process_count())):
+            raise ValueError(
+                f"devices span processes {sorted(procs)} of the {jax.process_count()} "
+                "processes of this distributed run; every process runs the same program, "
+                "so pass devices=None or jax.devices() (all global devices)"
+            )
     if len(devices) <= 1:
         return None
     if batch % len(devices):
         if not explicit:
             return None
         raise ValueError(
-            f"the batch of {batch} runs is not divisible by the {len(devices)} devices; "
-            "choose num_seeds (times the hyper-parameter grid size) as a multiple"
+            f"the batch of {batch} runs is not divisible by the {len(devices)} devices"
+            + (f" of the {jax.process_count()} processes" if multi else "")
+            + "; choose num_seeds (times the hyper-parameter grid size) as a multiple"
         )
     mesh = Mesh(np.asarray(devices), ("batch",))
     return NamedSharding(mesh, PartitionSpec("batch"))
@@ -190,7 +214,8 @@ def run(
         run), or a jittable ``fn(game, state) -> scalar`` reported in place of NashConv.
       init_scale: for deterministic solvers, draw initial regrets uniformly in
         [0, init_scale) from the seed key (0 = all seeds identical).
-      devices: devices to shard the batch over (default: all local devices).
+      devices: devices to shard the batch over (default: all local devices; all global
+        devices when ``jax.distributed`` runs several processes).
       progress: ``True`` for a tqdm bar, or ``fn(iterations_done, total, seconds)``.
       state: resume from this batched state (e.g. ``previous.state``, or ``previous``);
         iteration counting continues from it. Refused (``ValueError``) when it was made
@@ -300,21 +325,32 @@ def run(
     sharding = _sharding(devices, B)
     mesh_key = None if sharding is None else tuple(d.id for d in sharding.mesh.devices.flat)
     base_key = (solver_key, tuple(sorted(grid)), needs_key, evaluate, float(init_scale), mesh_key)
+    out_shardings = None
+    if sharding is not None:
+        # seed keys and settings are computed identically in every process: each places
+        # its own rows (device_put of a process-replicated value onto a global sharding)
+        put = lambda x: jax.device_put(x, sharding)  # noqa: E731
+        seed_keys, flat_grid = put(seed_keys), jax.tree.map(put, flat_grid)
+        replicated = NamedSharding(sharding.mesh, PartitionSpec())
+        state_sharding = jax.tree.map(lambda _: sharding, _guards.state_shapes(probe, game))
+        # curves and finiteness flags come back replicated: every process can read them
+        out_shardings = (state_sharding, replicated, replicated)
     if state is None:
-        init_fn = _compiled(("init", base_key), lambda: jax.jit(jax.vmap(init_one, (None, 0, 0))))
-        state = init_fn(game, flat_grid, seed_keys)
+
+        def build_init():
+            batched = jax.vmap(init_one, (None, 0, 0))
+            if out_shardings is None:
+                return jax.jit(batched)
+            return jax.jit(batched, out_shardings=out_shardings[0])
+
+        state = _compiled(("init", base_key), build_init)(game, flat_grid, seed_keys)
     else:
         if isinstance(state, RunResult):
             state = state.state
         _guards.check_resume(state, _guards.state_shapes(probe, game), identity, B)
+        if sharding is not None:  # a host (NumPy) state must be the same in every process
+            state = jax.tree.map(put, state)
     start_iter = _first_iteration(state)
-    out_shardings = None
-    if sharding is not None:
-        put = lambda x: jax.device_put(x, sharding)  # noqa: E731
-        state, seed_keys = jax.tree.map(put, state), put(seed_keys)
-        flat_grid = jax.tree.map(put, flat_grid)
-        replicated = NamedSharding(sharding.mesh, PartitionSpec())
-        out_shardings = (jax.tree.map(lambda _: sharding, state), replicated, sharding)
 
     def get_chunk(length):
         def build():
