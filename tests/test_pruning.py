@@ -290,3 +290,25 @@ def test_compacted_payoff_list_gives_the_same_iterates(x64):
         )
     assert np.array_equal(np.asarray(compacted.pruned), np.asarray(full.pruned))
     assert sizes[0] == game.meta.num_sf_terminals and sizes[-1] < sizes[0]
+
+
+def test_pruning_with_abstraction_keying():
+    """Pruning keys its tables by the full game: 'abstract' raises at construction,
+    'auto' raises on a game with an abstraction (each naming the keying), and 'full'
+    prunes the full game: partial pruning then gives the iterates of full-keyed CFR on
+    the same game bit for bit (it only skips zero-reach work)."""
+    game = gt.load("recall_counterexample", abstraction="forget_signal")
+    assert game.meta.has_abstraction
+    for mode in ("partial", "total"):
+        with pytest.raises(ValueError, match="keying='abstract'"):
+            jaxcfr.cfr(pruning=mode, keying="abstract")
+        auto = jaxcfr.cfr(pruning=mode)
+        with pytest.raises(ValueError, match="keying='auto'"):
+            auto.init(game)
+    full = _iterate(jaxcfr.cfr(pruning="partial", keying="full"), game, 30)
+    ref = _iterate(jaxcfr.cfr(keying="full"), game, 30)
+    assert full.regrets.shape == (game.num_infosets, game.num_actions)
+    np.testing.assert_array_equal(np.asarray(full.regrets), np.asarray(ref.regrets))
+    np.testing.assert_array_equal(np.asarray(full.strategy_sum), np.asarray(ref.strategy_sum))
+    total = _iterate(jaxcfr.cfr(pruning="total", keying="full"), game, 30)
+    assert total.regrets.shape == (game.num_infosets, game.num_actions)
