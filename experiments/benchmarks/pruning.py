@@ -57,7 +57,8 @@ def child(
     from jaxcfr import pruning
 
     base, mode = CONFIGS[name]
-    game = gt.load(*_parse_game(game_name))
+    game_id, game_params = _parse_game(game_name)
+    game = gt.load(game_id, **game_params)
     factory = getattr(jaxcfr, base)
     counter = None
     if mode is None:

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
-from games_tensor._table import level_children, level_parent_positions, table_slots
+from games_tensor._table import level_parent_positions, table_slots
 from jaxcfr import _sequence_form as sf
 from jaxcfr._solver import (
     Solver,
@@ -82,19 +82,61 @@ def dead_infosets(game: Game, pruned: np.ndarray) -> np.ndarray:
     return dead
 
 
-def layout(game: Game, pruned) -> Layout:
-    """The live sub-game of ``game`` under the Total RBP mask ``pruned`` ``[I, A]``."""
+def _children(parent_local, levels, A, target, real):
+    """:func:`level_children` over the real rows only (a dummy's value is 0, so leaving
+    it out of the child sums is exact), with the fan-outs of ``target`` (a compiled
+    shape's; ``None``: the compiler's rule): ``None`` where a level needs more."""
+    pieces, fanouts = [], []
+    for p, levs in enumerate(levels):
+        fan = []
+        for d, ((start, end), (pstart, pend)) in enumerate(zip(levs[1:], levs[:-1], strict=True)):
+            n, m = end - start, A * (pend - pstart)
+            idx = np.nonzero(real[start:end])[0]
+            ids = np.asarray(parent_local[start:end], dtype=np.int64)[idx]
+            counts = np.bincount(ids, minlength=m)
+            need = int(counts.max()) if ids.size else 0
+            if target is None:
+                K = need if need and need * m <= 4 * n + 2048 else 0
+            else:
+                K = target[p][d]
+                if K and need > K:
+                    return None
+            if K:
+                order = idx[np.argsort(ids, kind="stable")]
+                ids = ids[np.argsort(ids, kind="stable")]
+                sorted_ids = ids
+                rank = np.arange(ids.size) - np.searchsorted(sorted_ids, sorted_ids, side="left")
+                table = np.full((K, m), n, dtype=np.int32)
+                table[rank, sorted_ids] = order
+                pieces.append(table.reshape(-1))
+            fan.append(K)
+        fanouts.append(tuple(fan))
+    flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+    return flat.astype(np.int32), tuple(fanouts)
+
+
+def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
+    """The live sub-game of ``game`` under the Total RBP mask ``pruned`` ``[I, A]``;
+    with ``like``, padded to ``like``'s shapes (levels, fan-outs, payoff entries, so
+    no new compile), or ``None`` where the live sub-game does not fit in them."""
     pruned = np.asarray(pruned, bool)
     A, n_inf = game.num_actions, game.num_infosets
     legal = np.asarray(game.legal_mask)
     parent = np.asarray(game.parent_seq).astype(np.int64)
     dead = dead_infosets(game, pruned)
+    target = None
+    if like is not None:
+        target = [[e - s for s, e in lv] for lv in like.game.meta.infoset_levels]
     rows, levels_new, sizes, pos = [], ([], []), [], 0
     for p, levels in enumerate(game.meta.infoset_levels):
         count = 0
-        for start, end in levels:
+        for d, (start, end) in enumerate(levels):
             ids = np.arange(start, end)[~dead[start:end]]
             size = _bucket(ids.size)
+            if target is not None:
+                size = target[p][d] if d < len(target[p]) else 0
+                if size < ids.size:
+                    return None
             if size == 0:
                 continue
             rows.append(np.concatenate([ids, np.full(size - ids.size, n_inf)]))
@@ -122,17 +164,24 @@ def layout(game: Game, pruned) -> Layout:
     par_new = np.empty(n_new, np.int64)
     legal_new = np.zeros((n_new, A), bool)
     player_new = np.zeros(n_new, np.int32)
+    real_rows = np.nonzero(rows < n_inf)[0]
+    par = parent[rows[real_rows]]
+    inner = par < n_inf * A
+    par_new[real_rows] = np.where(
+        inner, new_id[np.where(inner, par // A, 0)] * A + par % A, empty_new
+    )
+    legal_new[real_rows] = legal[rows[real_rows]]
     for p, levs in enumerate(levels_new):
         for s, e in levs:
-            for r in range(s, e):
+            player_new[s:e] = p
+            for r in range(s, e):  # a dummy: the previous row's parent, or its first action
                 if rows[r] < n_inf:
-                    par = parent[rows[r]]
-                    par_new[r] = empty_new if par >= n_inf * A else new_id[par // A] * A + par % A
-                    legal_new[r] = legal[rows[r]]
-                else:
+                    continue
+                if r > s:
                     par_new[r] = par_new[r - 1]
-                    legal_new[r, 0] = True
-                player_new[r] = p
+                else:
+                    par_new[r] = empty_new if s == levs[0][0] else (s - 1) * A
+                legal_new[r, 0] = True
     # payoff entries: live pairs, then the pseudo entries of the pruned actions
     s0, s1 = seq_map(game.sf_seq0), seq_map(game.sf_seq1)
     pay = np.asarray(game.meta.host.get("sf_payoff", game.sf_payoff), np.float64)
@@ -164,6 +213,10 @@ def layout(game: Game, pruned) -> Layout:
     s0, s1 = uniq // (empty_new + 1), uniq % (empty_new + 1)
     n_z = int(keep.sum())
     size = max(16, 1 << max(uniq.size - 1, 0).bit_length())
+    if like is not None:
+        size = like.game.meta.num_sf_terminals
+        if size < uniq.size:
+            return None
     pad = size - uniq.size
     s0 = np.concatenate([s0, np.zeros(pad, np.int64)])
     s1 = np.concatenate([s1, np.zeros(pad, np.int64)])
@@ -171,7 +224,13 @@ def layout(game: Game, pruned) -> Layout:
 
     levels_t = tuple(tuple(lv) for lv in levels_new)
     parent_local = level_parent_positions(par_new, levels_t, A)
-    children, fanout = level_children(parent_local, levels_t, A)
+    if like is not None and tuple(len(lv) for lv in levels_t) != tuple(len(lv) for lv in target):
+        return None
+    fan_target = None if like is None else like.game.meta.child_fanout
+    built = _children(parent_local, levels_t, A, fan_target, rows < n_inf)
+    if built is None:
+        return None
+    children, fanout = built
     dtype = game.sf_payoff.dtype
     uniform = legal_new / np.maximum(legal_new.sum(axis=1, keepdims=True), 1)
     sig = repr((levels_t, fanout, size)).encode()
@@ -338,12 +397,27 @@ def run_live(solver: Solver, game: Game, iterations: int, state=None, *, stats=N
     if done % k:
         raise ValueError(f"run_live starts after a check: iteration {done} % {k} != 0")
     cur_key, cur = None, None
+    shapes = stats.setdefault("compiled", [])
     while done < iterations:
         n = min(k - 1, iterations - done)
         if n:
             key = np.asarray(state.pruned).tobytes()
             if key != cur_key:
-                cur_key, cur = key, layout(game, state.pruned)
+                # a compiled shape at most 4/3 the rows (2x the payoff list) of the
+                # live sub-game's own, else its own shape (one more compile)
+                own = layout(game, state.pruned)
+                cur_key, cur = key, None
+                for like in sorted(shapes, key=lambda lay: lay.rows.size):
+                    if 3 * like.rows.size > 4 * own.rows.size or (
+                        like.game.meta.num_sf_terminals > 2 * own.game.meta.num_sf_terminals
+                    ):
+                        continue
+                    cur = layout(game, state.pruned, like)
+                    if cur is not None:
+                        break
+                if cur is None:
+                    cur = own
+                    shapes.append(own)
                 stats["layouts"] += 1
                 stats["shapes"].add(cur.game.meta.fingerprint)
                 stats["live_entries"] = cur.live_entries
