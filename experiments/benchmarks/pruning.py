@@ -28,7 +28,22 @@ CONFIGS = {
     "cfr_plus+total": ("cfr_plus", "total"),
     "cfr+total+compact": ("cfr", "total"),
     "cfr_plus+total+compact": ("cfr_plus", "total"),
+    "cfr+total+live": ("cfr", "total"),
+    "cfr_plus+total+live": ("cfr_plus", "total"),
 }
+
+
+def _parse_game(spec: str):
+    """``NAME[:key=value,...]`` -> (name, params), values int / bool / str."""
+    name, _, rest = spec.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        low = value.lower()
+        params[key] = (
+            low == "true" if low in ("true", "false") else int(value) if value.isdigit() else value
+        )
+    return name, params
 
 
 def child(
@@ -42,7 +57,8 @@ def child(
     from jaxcfr import pruning
 
     base, mode = CONFIGS[name]
-    game = gt.load(game_name)
+    game_id, game_params = _parse_game(game_name)
+    game = gt.load(game_id, **game_params)
     factory = getattr(jaxcfr, base)
     counter = None
     if mode is None:
@@ -87,11 +103,28 @@ def child(
                 s = one(g, s)
             return s
 
+    live = name.endswith("+live")
+    if live:  # k - 1 iterations on the live sub-game, the check on the full game
+        from jaxcfr.pruning import _subgame
+
+        if chunk % check_every:
+            raise ValueError("--chunk must be a multiple of --check-every with +live")
+        stats: dict = {}
+
+        def fn(g, s):  # noqa: F811  (one chunk of the live sub-game schedule)
+            return _subgame.run_live(solver, g, int(s.iteration) + chunk, s, stats=stats)
+
     state = solver.init(game)
     t0 = time.perf_counter()
     state = jax.block_until_ready(fn(game, state))
     compile_s = time.perf_counter() - t0
-    out = {"name": name, "compile_s": compile_s, "checkpoints": []}
+    out = {
+        "name": name,
+        "compile_s": compile_s,
+        "num_infosets": game.num_infosets,
+        "num_sf_terminals": game.meta.num_sf_terminals,
+        "checkpoints": [],
+    }
     done, last_t, last_it = chunk, time.perf_counter(), chunk
     for target in iterations:
         while done < target:
@@ -120,6 +153,11 @@ def child(
         if compact:
             out["checkpoints"][-1]["live_entries"] = cache["game"].meta.num_sf_terminals
             out["checkpoints"][-1]["changed_between_checks"] = cache.get("unexpected", 0)
+        if live:
+            out["checkpoints"][-1]["live_entries"] = stats["live_entries"]
+            out["checkpoints"][-1]["rows"] = stats["rows"]
+            out["checkpoints"][-1]["layouts"] = stats["layouts"]
+            out["checkpoints"][-1]["shapes"] = len(stats["shapes"])
         print(json.dumps(out["checkpoints"][-1]), file=sys.stderr, flush=True)
         last_t, last_it = time.perf_counter(), done
     return out
@@ -135,7 +173,7 @@ def main(argv=None):
     ap.add_argument("--chunk", type=int, default=100)
     ap.add_argument("--check-every", type=int, default=10)
     ap.add_argument("--threshold", type=float, default=0.1)
-    ap.add_argument("--game", default="leduc5")
+    ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -179,7 +217,14 @@ def main(argv=None):
     for name, res in results.items():
         ref = results.get(CONFIGS[name][0])
         for c in res["checkpoints"]:
-            if "live_entries" in c:
+            if "layouts" in c:
+                print(
+                    f"  {name} at {c['iterations']}: live sub-game {c['rows']} infoset rows "
+                    f"(padded) of {res['num_infosets']}, {c['live_entries']} live payoff "
+                    f"entries of {res['num_sf_terminals']}; {c['layouts']} layouts built, "
+                    f"{c['shapes']} distinct shapes (compiles)"
+                )
+            elif "live_entries" in c:
                 print(
                     f"  {name} at {c['iterations']}: compacted payoff list "
                     f"{c['live_entries']} entries (padded), pruned set changed between "

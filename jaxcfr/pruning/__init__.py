@@ -5,6 +5,7 @@
     res = jaxcfr.run(solver, game, 10_000, 1_000)
     jaxcfr.pruning.space_fraction(game, res.state)          # stored entries / unpruned
     jaxcfr.pruning.nodes_touched(res.state)                 # cumulative history nodes
+    state = jaxcfr.pruning.run_live(solver, game, 10_000)   # Total RBP, live sub-game
 
 See ``jaxcfr/pruning/_solver.py`` for the rules and docs/pruning.md for measurements.
 """
@@ -18,16 +19,21 @@ from jaxcfr.pruning._solver import (
     space_fraction,
     stored_entries,
 )
+from jaxcfr.pruning._subgame import Layout, dead_infosets, layout, run_live
 from jaxcfr.pruning._tables import PruningTables, tables
 
 __all__ = [
+    "Layout",
     "MODES",
     "PrunedState",
     "PruningTables",
     "compact_game",
+    "dead_infosets",
+    "layout",
     "live_payoff_entries",
     "nodes_touched",
     "regret_pruning",
+    "run_live",
     "space_fraction",
     "stored_entries",
     "tables",

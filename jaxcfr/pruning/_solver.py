@@ -240,7 +240,9 @@ def regret_pruning(
     Args:
       base: a full-width CFR solver built by the library: ``jaxcfr.cfr()`` or
         ``jaxcfr.cfr_plus()`` for every mode; ``linear_cfr``, ``dcfr``, ``pcfr_plus``
-        take ``"none"`` / ``"partial"`` only.
+        take ``"none"`` / ``"partial"`` only. Tables are keyed by the full game:
+        ``keying="abstract"`` raises ``ValueError`` here, ``keying="auto"`` on a game
+        with an imperfect-recall abstraction raises it at ``init`` / ``update``.
       pruning: ``"none"`` (counting only), ``"partial"``, ``"interval"`` or ``"total"``.
       threshold: C >= 0, finite: Total RBP discards a pruned branch's average sums when
         its own reach in the average falls to C / sqrt(t) (the paper: 0.01 to 0.1).
@@ -277,6 +279,22 @@ def regret_pruning(
     check_every = int(check_every)
     check_bool("count_nodes", count_nodes)
     hp = dict(base.hyperparams)
+    keying = hp.get("keying", "auto")
+    if keying == "abstract":
+        raise ValueError(
+            f"pruning={pruning!r} keys its tables by the full game's infosets; the base's "
+            "keying='abstract' (imperfect-recall abstraction) is not supported: use "
+            "keying='full' (or 'auto' on a game without an abstraction)"
+        )
+
+    def check_keying(game: Game) -> None:
+        if abst.uses_abstraction(game, keying):
+            raise ValueError(
+                f"pruning={pruning!r} keys its tables by the full game's infosets, but "
+                f"keying={keying!r} keys them by {game.name}'s imperfect-recall abstraction; "
+                "pass keying='full' to prune on the full game"
+            )
+
     alternating = hp.get("alternating", True)
     regret_update, weight, predictive = _BASES[base.name](hp)
     if pruning == "interval" and base.name == "cfr_plus":
@@ -293,6 +311,7 @@ def regret_pruning(
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> PrunedState:
         """Zero regrets (or uniform in [0, scale) from ``key``), nothing pruned."""
+        check_keying(game)
         cfr_state = base.init(game, key, scale=scale)  # the base's regrets and zeros
         regrets, zeros = cfr_state.regrets, cfr_state.strategy_sum
         shape, dtype = regrets.shape, regrets.dtype
@@ -493,6 +512,7 @@ def regret_pruning(
         return b, nodes + extra
 
     def update(game: Game, state: PrunedState) -> PrunedState:
+        check_keying(game)
         check_state(game, state)
         t = state.iteration + 1
         names = ("R", "S", "P", "pruned", "bound", "discarded", "win", "winv", "X")

@@ -1,0 +1,443 @@
+"""Total RBP on a compacted live sub-game between checks (host layout, device stretch).
+
+Brown & Sandholm (2016): a long-pruned branch should cost neither time nor memory. Between
+two checks of Total RBP (``check_every = k``) the pruned set cannot change (a check ends
+every branch that could fail (9) before the next one, ALGORITHMS.md 2.8), so the k - 1
+iterations between checks run on a *sub-game* built on the host from the pruned set:
+
+* infosets: every infoset of player p not strictly below a pruned own sequence (the
+  opponent's infosets under p's pruned branches stay: their owner still reaches them);
+  per player and level, in the full game's order, padded with dummy infosets (one legal
+  action, no payoff) to a size bucket (4 per octave) so that few shapes (compiles) occur;
+* payoff entries: those whose two sequences are live (no pruned sequence of its owner on
+  the path, inclusive), plus, for each pruned (I, a) of p and each history h in I, one
+  entry (seq_p = (I, a), seq_{-p}(h), chance(h) U_p(I, a)): the pruned action's
+  counterfactual value is then pi_{-p}(I) U(I, a), the increment of the bound of (9),
+  from the one kernel (its plan is 0, so the opponent gets nothing from it); merged per
+  sequence pair, padded to a power of two; no payoff blocks (segment-sum path).
+
+One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on live,
+unpruned (I, a), S += w pi_i sigma, V(I) += v(I), B(I, a) += pi_{-i}(I) U(I, a) at pruned
+(I, a), the faced-plan sums X += x. A *stretch* (one jitted call) gathers the sub-game's
+rows from the dense state, runs the k - 1 iterations in a ``lax.scan`` and scatters them
+back; the check runs the dense solver's update on the full game (CBR and the reset
+(7)/(8) from the one evaluation kernel, as before). The dense state stays the master
+copy (frozen rows are simply not touched), so solver memory does not fall; see
+docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I`` for a dummy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from games_tensor import Game
+from games_tensor._table import level_parent_positions, table_slots
+from jaxcfr import _sequence_form as sf
+from jaxcfr._solver import (
+    Solver,
+    over_actions,
+    regret_matching,
+    regret_tolerance,
+    rounded,
+)
+from jaxcfr.pruning._solver import _BASES, PrunedState
+from jaxcfr.pruning._tables import tables
+
+
+def _bucket(n: int) -> int:
+    """Round ``n`` up to 4 sizes per octave (at most 25% padding); small n exact."""
+    if n <= 16:
+        return n
+    step = 1 << (n.bit_length() - 3)
+    return -(-n // step) * step
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """A live sub-game: ``game`` (compact Game) and ``rows`` ``[I']`` (full infoset of
+    each compact row, ``I`` for dummies); ``live_entries`` real payoff entries kept."""
+
+    game: Game
+    rows: np.ndarray
+    live_entries: int
+
+
+def dead_infosets(game: Game, pruned: np.ndarray) -> np.ndarray:
+    """``[I]`` bool (host): infosets strictly below a pruned own sequence."""
+    A, n_inf = game.num_actions, game.num_infosets
+    parent = np.asarray(game.meta.host.get("parent_seq", game.parent_seq)).astype(np.int64)
+    dead = np.zeros(n_inf, bool)
+    flat = np.asarray(pruned).reshape(-1)
+    for levels in game.meta.infoset_levels:
+        for start, end in levels:
+            par = parent[start:end]
+            inner = par < n_inf * A
+            pi = np.where(inner, par // A, 0)
+            dead[start:end] = inner & (flat[np.where(inner, par, 0)] | dead[pi])
+    return dead
+
+
+def _children(parent_local, levels, A, target, real):
+    """:func:`level_children` over the real rows only (a dummy's value is 0, so leaving
+    it out of the child sums is exact), with the fan-outs of ``target`` (a compiled
+    shape's; ``None``: the compiler's rule): ``None`` where a level needs more."""
+    pieces, fanouts = [], []
+    for p, levs in enumerate(levels):
+        fan = []
+        for d, ((start, end), (pstart, pend)) in enumerate(zip(levs[1:], levs[:-1], strict=True)):
+            n, m = end - start, A * (pend - pstart)
+            idx = np.nonzero(real[start:end])[0]
+            ids = np.asarray(parent_local[start:end], dtype=np.int64)[idx]
+            counts = np.bincount(ids, minlength=m)
+            need = int(counts.max()) if ids.size else 0
+            if target is None:
+                K = need if need and need * m <= 4 * n + 2048 else 0
+            else:
+                K = target[p][d]
+                if K and need > K:
+                    return None
+            if K:
+                order = idx[np.argsort(ids, kind="stable")]
+                ids = ids[np.argsort(ids, kind="stable")]
+                sorted_ids = ids
+                rank = np.arange(ids.size) - np.searchsorted(sorted_ids, sorted_ids, side="left")
+                table = np.full((K, m), n, dtype=np.int32)
+                table[rank, sorted_ids] = order
+                pieces.append(table.reshape(-1))
+            fan.append(K)
+        fanouts.append(tuple(fan))
+    flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+    return flat.astype(np.int32), tuple(fanouts)
+
+
+def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
+    """The live sub-game of ``game`` under the Total RBP mask ``pruned`` ``[I, A]``;
+    with ``like``, padded to ``like``'s shapes (levels, fan-outs, payoff entries, so
+    no new compile), or ``None`` where the live sub-game does not fit in them."""
+    pruned = np.asarray(pruned, bool)
+    A, n_inf = game.num_actions, game.num_infosets
+    legal = np.asarray(game.legal_mask)
+    parent = np.asarray(game.parent_seq).astype(np.int64)
+    dead = dead_infosets(game, pruned)
+    target = None
+    if like is not None:
+        target = [[e - s for s, e in lv] for lv in like.game.meta.infoset_levels]
+    rows, levels_new, sizes, pos = [], ([], []), [], 0
+    for p, levels in enumerate(game.meta.infoset_levels):
+        count = 0
+        for d, (start, end) in enumerate(levels):
+            ids = np.arange(start, end)[~dead[start:end]]
+            size = _bucket(ids.size)
+            if target is not None:
+                size = target[p][d] if d < len(target[p]) else 0
+                if size < ids.size:
+                    return None
+            if size == 0:
+                continue
+            rows.append(np.concatenate([ids, np.full(size - ids.size, n_inf)]))
+            levels_new[p].append((pos, pos + size))
+            pos += size
+            count += size
+        sizes.append(count)
+    rows = np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
+    n_new = rows.size
+    new_id = np.full(n_inf + 1, -1, np.int64)
+    real = rows < n_inf
+    new_id[rows[real]] = np.nonzero(real)[0]
+    empty_new = n_new * A
+
+    def seq_map(seq):  # full flat sequence ids -> compact ids, -1 where dropped
+        seq = np.asarray(seq, np.int64)
+        inner = seq < n_inf * A
+        i = np.where(inner, seq // A, 0)
+        a = np.where(inner, seq % A, 0)
+        out = new_id[i] * A + a
+        ok = inner & (new_id[i] >= 0) & ~pruned.reshape(-1)[np.where(inner, seq, 0)]
+        return np.where(inner, np.where(ok, out, -1), empty_new)
+
+    # infoset tables; a dummy copies the parent of the row before it (sorted order kept)
+    par_new = np.empty(n_new, np.int64)
+    legal_new = np.zeros((n_new, A), bool)
+    player_new = np.zeros(n_new, np.int32)
+    real_rows = np.nonzero(rows < n_inf)[0]
+    par = parent[rows[real_rows]]
+    inner = par < n_inf * A
+    par_new[real_rows] = np.where(
+        inner, new_id[np.where(inner, par // A, 0)] * A + par % A, empty_new
+    )
+    legal_new[real_rows] = legal[rows[real_rows]]
+    for p, levs in enumerate(levels_new):
+        for s, e in levs:
+            player_new[s:e] = p
+            for r in range(s, e):  # a dummy: the previous row's parent, or its first action
+                if rows[r] < n_inf:
+                    continue
+                if r > s:
+                    par_new[r] = par_new[r - 1]
+                else:
+                    par_new[r] = empty_new if s == levs[0][0] else (s - 1) * A
+                legal_new[r, 0] = True
+    # payoff entries: live pairs, then the pseudo entries of the pruned actions
+    s0, s1 = seq_map(game.sf_seq0), seq_map(game.sf_seq1)
+    pay = np.asarray(game.meta.host.get("sf_payoff", game.sf_payoff), np.float64)
+    keep = (s0 >= 0) & (s1 >= 0)
+    seqs0, seqs1, pays = [s0[keep]], [s1[keep]], [pay[keep]]
+    tab = tables(game)
+    for p in (0, 1):
+        ids, local = tab.node_ids[p], tab.node_local[p]
+        off = game.player_slice(p).start
+        infoset = local + off
+        pr_a = pruned[infoset]  # [n_nodes, A]
+        hn, an = np.nonzero(pr_a & ~dead[infoset][:, None])
+        if hn.size == 0:
+            continue
+        opp_slot = tab.hist_slot[1 - p][ids[hn]].astype(np.int64)
+        oi, oa = opp_slot % (n_inf + 1), opp_slot // (n_inf + 1)
+        opp_seq = seq_map(np.where(oi == n_inf, n_inf * A, oi * A + oa))
+        own_seq = new_id[infoset[hn]] * A + an
+        u = tab.chance[ids[hn]] * tab.upper[p][an, local[hn]] * (1.0 if p == 0 else -1.0)
+        ok = opp_seq >= 0
+        pair = (own_seq, opp_seq) if p == 0 else (opp_seq, own_seq)
+        seqs0.append(pair[0][ok])
+        seqs1.append(pair[1][ok])
+        pays.append(u[ok])
+    s0, s1, pay = (np.concatenate(x) for x in (seqs0, seqs1, pays))
+    key = s0 * (empty_new + 1) + s1
+    uniq, inv = np.unique(key, return_inverse=True)
+    pay = np.bincount(inv, weights=pay, minlength=uniq.size)
+    s0, s1 = uniq // (empty_new + 1), uniq % (empty_new + 1)
+    n_z = int(keep.sum())
+    size = max(16, 1 << max(uniq.size - 1, 0).bit_length())
+    if like is not None:
+        size = like.game.meta.num_sf_terminals
+        if size < uniq.size:
+            return None
+    pad = size - uniq.size
+    s0 = np.concatenate([s0, np.zeros(pad, np.int64)])
+    s1 = np.concatenate([s1, np.zeros(pad, np.int64)])
+    pay = np.concatenate([pay, np.zeros(pad)])
+
+    levels_t = tuple(tuple(lv) for lv in levels_new)
+    parent_local = level_parent_positions(par_new, levels_t, A)
+    if like is not None and tuple(len(lv) for lv in levels_t) != tuple(len(lv) for lv in target):
+        return None
+    fan_target = None if like is None else like.game.meta.child_fanout
+    built = _children(parent_local, levels_t, A, fan_target, rows < n_inf)
+    if built is None:
+        return None
+    children, fanout = built
+    dtype = game.sf_payoff.dtype
+    uniform = legal_new / np.maximum(legal_new.sum(axis=1, keepdims=True), 1)
+    sig = repr((levels_t, fanout, size)).encode()
+    meta = dataclasses.replace(
+        game.meta,
+        num_infosets=n_new,
+        infosets_per_player=(sizes[0], sizes[1]),
+        num_sf_terminals=size,
+        num_payoff_blocks=0,
+        infoset_levels=levels_t,
+        child_fanout=fanout,
+        num_abstract_infosets=n_new,
+        has_abstraction=False,
+        fingerprint=game.meta.fingerprint + ":live:" + hashlib.sha1(sig).hexdigest()[:12],
+        infoset_keys=(),
+        abstract_keys=(),
+        host={},
+    )
+    i32 = lambda x: jnp.asarray(np.asarray(x), jnp.int32)  # noqa: E731
+    no_i = jnp.zeros((0, 1), jnp.int32)
+    small = dataclasses.replace(
+        game,
+        legal_mask=jnp.asarray(legal_new),
+        legal_uniform=jnp.asarray(uniform, dtype),
+        infoset_player=i32(player_new),
+        parent_seq=i32(par_new),
+        abstract_infoset=i32(np.arange(n_new)),
+        sf_seq0=i32(s0),
+        sf_seq1=i32(s1),
+        sf_payoff=jnp.asarray(pay, dtype),
+        block_rows=no_i,
+        block_cols=no_i,
+        block_payoff=jnp.zeros((0, 1, 1), dtype),
+        parent_local=i32(parent_local),
+        level_children=i32(children),
+        parent_slot=i32(table_slots(par_new, n_new, A)),
+        sf_slot0=i32(table_slots(s0, n_new, A)),
+        sf_slot1=i32(table_slots(s1, n_new, A)),
+        block_row_slots=no_i,
+        block_col_slots=no_i,
+        meta=meta,
+    )
+    return Layout(small, rows.astype(np.int32), n_z)
+
+
+def _stretch_fn(solver: Solver, tolerance: float, length: int):
+    """The jitted stretch ``(small, rows, state) -> state`` of ``length`` iterations."""
+    hp = dict(solver.hyperparams)
+    if hp.get("pruning") != "total":
+        raise ValueError(
+            f"the live sub-game runs Total RBP only, got pruning={hp.get('pruning')!r}"
+        )
+    regret_update, weight, _ = _BASES[solver.name](hp)
+    alternating = hp.get("alternating", True)
+
+    def one(small, c):
+        t = c["t"] + 1
+        masks = [sf.legal_block(small, p) for p in (0, 1)]
+
+        def policy(p, R, pr):
+            return regret_matching(R, masks[p] & ~pr, None, axis=0, tolerance=tolerance)
+
+        pol = [policy(p, c["R"][p], c["pr"][p]) for p in (0, 1)]
+        plan1 = sf.plan_block(small, pol[1], 1)
+        table = sf.plan_table(sf.plan_block(small, pol[0], 0), plan1)
+        c = {k: list(v) if isinstance(v, tuple) else v for k, v in c.items()}
+        c["X"][1] = c["X"][1] + plan1
+        for p in (0, 1):
+            if p == 1:
+                if alternating:
+                    pol[0] = policy(0, c["R"][0], c["pr"][0])
+                    plan0 = sf.plan_block(small, pol[0], 0)
+                    table = sf.plan_table(plan0, plan1)
+                else:
+                    plan0 = table[:, small.player_slice(0)]
+                c["X"][0] = c["X"][0] + plan0
+            mask, pr = masks[p], c["pr"][p]
+            shape = mask.shape
+            g = sf.terminal_values(small, table, p)
+            bu = sf.bottom_up(small, g, p, pol[p], sf.combine_policy)
+            iv = bu.infoset_values
+            inst = jnp.where(mask, bu.action_values - over_actions(iv, shape), 0.0)
+            upd = mask & ~pr
+            R = c["R"][p]
+            c["R"][p] = jnp.where(upd, regret_update(R, inst, t), R).astype(R.dtype)
+            w, decay = weight(t)
+            reach = sf.own_reach(small, table, p)
+            S = c["S"][p]
+            c["S"][p] = ((S + rounded(over_actions(w * reach, shape) * pol[p])) * decay).astype(
+                S.dtype
+            )
+            c["V"][p] = c["V"][p] + iv
+            c["B"][p] = jnp.where(pr, c["B"][p] + bu.action_values, c["B"][p])
+            if p == 0:  # the rows outside the sub-game get the same decay (CFR+)
+                c["dec"] = c["dec"] * decay
+            c["fail"] = c["fail"] | jnp.any(pr & (c["B"][p] > over_actions(c["V"][p], shape)))
+        c["t"] = t
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}
+
+    def stretch(small: Game, rows: jax.Array, state: PrunedState):
+        rows_c = jnp.minimum(rows, state.regrets.shape[0] - 1)
+        dummy = (rows == state.regrets.shape[0])[:, None]
+
+        def take(x, fill=0):
+            return jnp.where(dummy, fill, x[rows_c])
+
+        blocks = {
+            "R": take(state.regrets),
+            "S": take(state.strategy_sum),
+            "pr": take(state.pruned, False),
+            "B": take(state.bound),
+            "X": take(state.plan_sum),
+        }
+        V = jnp.where(dummy[:, 0], 0.0, state.values_sum[rows_c])
+        c = {k: tuple(v[small.player_slice(p)].T for p in (0, 1)) for k, v in blocks.items()}
+        c["V"] = tuple(V[small.player_slice(p)] for p in (0, 1))
+        c["t"], c["fail"] = state.iteration, jnp.zeros((), bool)
+        c["dec"] = jnp.ones((), state.strategy_sum.dtype)
+        c = jax.lax.fori_loop(0, length, lambda _, c: one(small, c), c)
+
+        def put(full, name):
+            new = jnp.concatenate(c[name], axis=1).T
+            return full.at[rows].set(new.astype(full.dtype), mode="drop")
+
+        dt = state.strategy_sum.dtype
+        return (
+            state._replace(
+                regrets=put(state.regrets, "R"),
+                strategy_sum=put((state.strategy_sum * c["dec"]).astype(dt), "S"),
+                bound=put(state.bound, "B"),
+                plan_sum=put(state.plan_sum, "X"),
+                values_sum=state.values_sum.at[rows].set(
+                    jnp.concatenate(c["V"]).astype(state.values_sum.dtype), mode="drop"
+                ),
+                iteration=c["t"],
+            ),
+            c["fail"],
+        )
+
+    return jax.jit(stretch)
+
+
+def run_live(solver: Solver, game: Game, iterations: int, state=None, *, stats=None):
+    """``iterations`` Total RBP iterations of ``solver`` on ``game``: the k - 1 between
+    checks on the live sub-game (:func:`layout`, rebuilt on the host when the pruned set
+    changed), each check (iteration t with t % k == 0) by ``solver.update`` on the full
+    game. Returns the dense :class:`PrunedState`, the iterates of the dense solver up to
+    summation order. ``stats`` (a dict) collects layouts built, distinct shapes and the
+    live payoff entries; raises ``RuntimeError`` if (9) failed between checks (it cannot,
+    by the check rule)."""
+    hp = dict(solver.hyperparams)
+    k = hp.get("check_every", 1)
+    if hp.get("pruning") != "total":
+        raise ValueError(f"run_live runs Total RBP only, got pruning={hp.get('pruning')!r}")
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
+        raise ValueError(f"iterations must be an integer >= 0, got {iterations!r}")
+    tol = regret_tolerance(game, game.sf_payoff.dtype)
+    check = _cfr_cache(solver, "check", lambda: jax.jit(solver.update))
+    stats = {} if stats is None else stats
+    stats.setdefault("layouts", 0)
+    stats.setdefault("shapes", set())
+    state = solver.init(game) if state is None else state
+    done = int(state.iteration)
+    if done % k:
+        raise ValueError(f"run_live starts after a check: iteration {done} % {k} != 0")
+    cur_key, cur = None, None
+    shapes = stats.setdefault("compiled", [])
+    while done < iterations:
+        n = min(k - 1, iterations - done)
+        if n:
+            key = np.asarray(state.pruned).tobytes()
+            if key != cur_key:
+                # a compiled shape at most 4/3 the rows (2x the payoff list) of the
+                # live sub-game's own, else its own shape (one more compile)
+                own = layout(game, state.pruned)
+                cur_key, cur = key, None
+                for like in sorted(shapes, key=lambda lay: lay.rows.size):
+                    if 3 * like.rows.size > 4 * own.rows.size or (
+                        like.game.meta.num_sf_terminals > 2 * own.game.meta.num_sf_terminals
+                    ):
+                        continue
+                    cur = layout(game, state.pruned, like)
+                    if cur is not None:
+                        break
+                if cur is None:
+                    cur = own
+                    shapes.append(own)
+                stats["layouts"] += 1
+                stats["shapes"].add(cur.game.meta.fingerprint)
+                stats["live_entries"] = cur.live_entries
+                stats["rows"] = cur.rows.size
+            fn = _cfr_cache(solver, ("stretch", n), lambda n=n: _stretch_fn(solver, tol, n))
+            state, fail = fn(cur.game, jnp.asarray(cur.rows), state)
+            if bool(fail):
+                raise RuntimeError("condition (9) failed between checks")
+            done += n
+        if done < iterations:
+            state = check(game, state)
+            done += 1
+    return state
+
+
+_FNS: dict = {}
+
+
+def _cfr_cache(solver: Solver, what, make):
+    key = (solver.cache_key or id(solver), what)
+    if key not in _FNS:
+        _FNS[key] = make()
+    return _FNS[key]
