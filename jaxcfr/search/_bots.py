@@ -74,16 +74,18 @@ def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def check_search(game: Game, view: View, key, num_iterations) -> None:
+def check_search(game: Game, view: View, key, num_iterations, *, need_public=False) -> None:
     """Arguments of every bot's ``search``: a compiled ``Game`` (not its name), a
-    :class:`View`, one PRNG key (not an integer seed) and an integer number of
-    iterations ``>= 0``; a clear ``TypeError``/``ValueError`` naming the bad one."""
+    :class:`View` of the acting player (:func:`check_view`), one PRNG key (not an
+    integer seed) and an integer number of iterations ``>= 0``; a clear
+    ``TypeError``/``ValueError`` naming the bad one."""
     check_game(game)
     if not isinstance(view, View):
         raise ValueError(
             f"view must be a jaxcfr.View (jaxcfr.view_of(game, history) or "
             f"jaxcfr.root_view()), got {type(view).__name__} {view!r:.80}"
         )
+    check_view(game, view, need_public=need_public)
     check_key(key)
     check_count("num_iterations", num_iterations, 0)
 
@@ -194,7 +196,6 @@ def random_bot() -> Bot:
 
     def search(game: Game, state: RandomState, view: View, key, num_iterations) -> RandomState:
         check_search(game, view, key, num_iterations)
-        check_view(game, view)
         return RandomState(state.iteration + num_iterations)
 
     def policy(game: Game, state: RandomState, view: View) -> jax.Array:

@@ -174,7 +174,6 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
 
     def search(game: Game, state: ISMCTSState, view: _bots.View, key, num_iterations):
         _bots.check_search(game, view, key, num_iterations)
-        _bots.check_view(game, view)
         sets = tbl.infoset_sets(game)
         paths = tbl.target_paths(game, sets, jnp.where(view.infoset < 0, -1, view.infoset))
         max_u = max_outcome(game)

@@ -236,7 +236,7 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
         return OOSState(regrets, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
 
     def search(game: Game, state: OOSState, view: _bots.View, key, num_iterations) -> OOSState:
-        _bots.check_search(game, view, key, num_iterations)
+        _bots.check_search(game, view, key, num_iterations, need_public=targeting == "pst")
         target, inv_w = _prepare(game, state, view, _sets(game, targeting), targeting, delta)
 
         tables = smp.node_tables(game)  # outside the loop: XLA does not hoist it here
