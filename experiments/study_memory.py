@@ -12,14 +12,13 @@ exports one, and its own (below) until then.
 from __future__ import annotations
 
 import math
-import resource
-from pathlib import Path
 
 import jax
 import numpy as np
 
 import jaxcfr
 from experiments.algorithms import ConfigError
+from jaxcfr import _guards
 
 # Peak bytes per seed, in units of the solver state's bytes per seed: the state passed
 # in (1) and returned (1) by a compiled chunk, XLA's temporaries (measured with
@@ -58,91 +57,18 @@ def bootstrap_bytes(num_bootstrap: int, seeds: int, evaluations: int) -> int:
     return num_bootstrap * (seeds * (8 + 8 * evaluations) + 16 * evaluations)
 
 
-def _read_int(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _cgroup_dir(root: Path, rel: str) -> Path | None:
-    """This process's cgroup folder under ``root``: ``/proc/self/cgroup`` gives the path
-    from the hierarchy's root, which a container may mount lower down, so the longest
-    suffix of the path that exists under ``root`` is the one."""
-    parts = [p for p in rel.split("/") if p]
-    for i in range(len(parts) + 1):
-        candidate = root.joinpath(*parts[i:])
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-def _cgroup_free() -> int | None:
-    """The cgroup memory limit of this process minus its usage (v2, then v1)."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    free = []
-    for line in lines:
-        _, controllers, rel = line.split(":", 2)
-        if controllers == "":
-            names = ("memory.max", "memory.current")
-            base = _cgroup_dir(Path("/sys/fs/cgroup"), rel)
-        elif "memory" in controllers.split(","):
-            names = ("memory.limit_in_bytes", "memory.usage_in_bytes")
-            base = _cgroup_dir(Path("/sys/fs/cgroup/memory"), rel)
-        else:
-            continue
-        if base is None:
-            continue
-        lim, use = _read_int(base / names[0]), _read_int(base / names[1])
-        if lim is not None and use is not None and lim < 1 << 60:
-            free.append(lim - use)
-    return min(free) if free else None
-
-
-def _meminfo_available() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _address_space_free() -> int | None:
-    """``ulimit -v`` (RLIMIT_AS) minus this process's virtual size."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY:
-        return None
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return soft - int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return soft
-
-
 def host_available() -> int | None:
     """Bytes this process can still allocate on the host: the least of MemAvailable, the
-    cgroup limit's headroom and ``ulimit -v``'s; None where none is known."""
-    known = [x for x in (_meminfo_available(), _cgroup_free(), _address_space_free()) if x]
-    return max(0, min(known)) if known else None
+    cgroup (v1 or v2) limit's headroom and ``ulimit -v``'s; None where none is known.
+    jaxcfr's implementation (:func:`jaxcfr._guards.host_available_memory`), the one the
+    library's own batch check uses."""
+    return _guards.host_available_memory()
 
 
 def device_available() -> int | None:
     """Bytes free on the default device: its allocator's limit for accelerators, the
-    host's for CPU."""
-    device = jax.devices()[0]
-    if device.platform != "cpu":
-        stats = device.memory_stats() or {}
-        if "bytes_limit" in stats:
-            return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
-    return host_available()
+    host's for CPU (:func:`jaxcfr._guards.available_memory`)."""
+    return _guards.available_memory()
 
 
 def _gib(n: int) -> str:

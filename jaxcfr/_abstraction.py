@@ -39,7 +39,7 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr._evaluation import br_values_unchecked
-from jaxcfr._solver import normalize_rows
+from jaxcfr._solver import check_game, normalize_rows
 
 KEYINGS = ("auto", "abstract", "full")
 # A member table may hold at most this many times more slots than members.
@@ -315,6 +315,7 @@ def full_game_regret(game: Game, state) -> jax.Array:
       state: a solver state with an ``[I, A]`` per-full-infoset average: a full-keyed
         state, or an abstract-keyed one built with ``full_average=True``.
     """
+    check_game(game)
     ssum = full_average_sum(game, state)
     policy = normalize_rows(ssum, game.legal_mask, game.legal_uniform)
     return jnp.sum(br_values_unchecked(game, policy))

@@ -40,6 +40,7 @@ from jaxcfr._solver import (
     builtin_cache_key,
     check_bool,
     check_game,
+    check_key,
     check_number,
     check_state,
     over_actions,
@@ -223,6 +224,7 @@ def make_cfr_solver(
         dtype = game.sf_payoff.dtype
         regrets = jnp.zeros(shape, dtype)
         if key is not None and scale > 0:
+            check_key(key)
             legal = jnp.concatenate([view.legal(game, p).T for p in (0, 1)])
             regrets = jnp.where(legal, jax.random.uniform(key, shape, dtype) * scale, 0.0)
         zeros = jnp.zeros(shape, dtype)
@@ -237,6 +239,7 @@ def make_cfr_solver(
         view = abst.view(game, keying)
         check_state(game, state, view.num_rows(game))
         if chance_sampling:
+            check_key(key)
             game = _chance_sampling.sampled_game(game, key)
         t = state.iteration + 1
         fields = (state.regrets, state.strategy_sum, state.prediction)

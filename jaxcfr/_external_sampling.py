@@ -34,7 +34,15 @@ from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _abstraction as abst
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, builtin_cache_key, check_state, rounded, sum_actions
+from jaxcfr._solver import (
+    Solver,
+    builtin_cache_key,
+    check_game,
+    check_key,
+    check_state,
+    rounded,
+    sum_actions,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,6 +288,7 @@ def external_sampling(keying: str = "auto") -> Solver:
     hyper = (("keying", keying),) if keying != "auto" else ()
 
     def init(game: Game) -> smp.MCCFRState:
+        check_game(game)
         game = abst.keyed_game(game, keying)
         layout(game, 0)  # the static traversal layouts and level kinds, on the host
         layout(game, 1)
@@ -287,6 +296,8 @@ def external_sampling(keying: str = "auto") -> Solver:
         return smp.init_state(game)
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
+        check_game(game)
+        check_key(key)
         game = abst.keyed_game(game, keying)
         check_state(game, state)
         regrets, strategy_sum = state.regrets, state.strategy_sum

@@ -25,6 +25,7 @@ identity of states, and the stop on a non-finite state.
 from __future__ import annotations
 
 import weakref
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -80,7 +81,9 @@ def estimate_run_memory(solver, game: Game, batch: int = 1) -> int:
     return int(_tree_bytes(game) + batch * per_run)
 
 
-def _read_int(path: str) -> int | None:
+def _read_int(path) -> int | None:
+    """The integer a one-line file holds (``memory.max`` etc.); ``None`` when the file is
+    missing or holds something else (``max``: no limit)."""
     try:
         with open(path) as f:
             text = f.read().strip()
@@ -104,40 +107,107 @@ def _device_free_memory() -> int | None:
     return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
 
 
-def available_memory() -> int | None:
-    """Bytes a run may still allocate. On an accelerator: its free memory (the batch lives
-    there). On CPU (buffers in host memory): the smallest of the host's available memory
-    (Linux ``MemAvailable``), the room left under the address-space limit (``RLIMIT_AS``
-    minus the process's current ``VmSize``) and the room left in the cgroup
-    (``memory.max`` minus ``memory.current``). ``None`` when none is known."""
-    device = _device_free_memory()
-    if device is not None:
-        return max(device, 0)
-    limits = []
-    status = {}
-    for path in ("/proc/meminfo", "/proc/self/status"):
-        try:
-            with open(path) as f:
-                for line in f:
-                    k, _, v = line.partition(":")
-                    if v.strip().endswith("kB"):
-                        status[k] = int(v.split()[0]) * 1024
-        except OSError:
-            pass
-    if "MemAvailable" in status:
-        limits.append(status["MemAvailable"])
+def _proc_kib(path: Path, field: str) -> int | None:
+    """``field`` of a ``/proc`` file of ``Name:  1234 kB`` lines, in bytes."""
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k == field:
+                    return int(v.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_dir(root: Path, rel: str) -> Path | None:
+    """This process's cgroup folder under ``root``: ``/proc/self/cgroup`` gives the path
+    from the hierarchy's root, which a container may mount lower down (its own cgroup
+    at ``root``), so the longest suffix of the path that exists under ``root`` is it."""
+    parts = [p for p in rel.split("/") if p]
+    for i in range(len(parts) + 1):
+        candidate = root.joinpath(*parts[i:])
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+# cgroup v1 reports "no limit" as a huge number (9223372036854771712 on 4 KiB pages)
+_NO_LIMIT = 1 << 60
+
+
+def _cgroup_free(proc: Path, cgroup_root: Path) -> int | None:
+    """The least headroom (limit minus usage) of this process's memory cgroups: v2
+    (``memory.max`` - ``memory.current`` of its cgroup and every ancestor mounted under
+    ``cgroup_root``) and v1 (``memory/memory.limit_in_bytes`` -
+    ``memory.usage_in_bytes``); ``None`` without a limit."""
+    try:
+        lines = (proc / "self" / "cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    free = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, rel = parts
+        if controllers == "":  # v2: the unified hierarchy
+            base = _cgroup_dir(cgroup_root, rel)
+            names = ("memory.max", "memory.current")
+            top = cgroup_root
+        elif "memory" in controllers.split(","):  # v1: the memory controller's hierarchy
+            top = cgroup_root / "memory"
+            base = _cgroup_dir(top, rel)
+            names = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        while base is not None:  # the cgroup and its ancestors: each limit applies
+            lim, use = _read_int(base / names[0]), _read_int(base / names[1])
+            if lim is not None and use is not None and lim < _NO_LIMIT:
+                free.append(lim - use)
+            base = base.parent if base != top and top in base.parents else None
+    return min(free) if free else None
+
+
+def host_available_memory(
+    *, proc: str | Path = "/proc", cgroup_root: str | Path = "/sys/fs/cgroup"
+) -> int | None:
+    """Bytes this process can still allocate on the host: the least of
+
+    * ``MemAvailable`` of ``/proc/meminfo`` (the kernel's estimate),
+    * the headroom of its memory cgroups, v2 (``memory.max - memory.current``, the
+      process's cgroup from ``/proc/self/cgroup`` and its ancestors) and v1
+      (``memory.limit_in_bytes - memory.usage_in_bytes``),
+    * the room under ``ulimit -v`` (``RLIMIT_AS`` minus ``VmSize``).
+
+    ``None`` where none is known (not Linux). ``proc`` and ``cgroup_root`` are for tests.
+    The one implementation: ``experiments.study_memory`` calls it.
+    """
+    proc, cgroup_root = Path(proc), Path(cgroup_root)
+    limits = [
+        x
+        for x in (_proc_kib(proc / "meminfo", "MemAvailable"), _cgroup_free(proc, cgroup_root))
+        if x is not None
+    ]
     try:
         import resource
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft != resource.RLIM_INFINITY and soft > 0:
-            limits.append(soft - status.get("VmSize", 0))
-    except (ImportError, ValueError, OSError):
+            limits.append(soft - (_proc_kib(proc / "self" / "status", "VmSize") or 0))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not POSIX
         pass
-    cg_max = _read_int("/sys/fs/cgroup/memory.max")
-    if cg_max is not None:
-        limits.append(cg_max - (_read_int("/sys/fs/cgroup/memory.current") or 0))
     return max(min(limits), 0) if limits else None
+
+
+def available_memory() -> int | None:
+    """Bytes a run may still allocate where its batch lives: an accelerator's free memory
+    (``memory_stats``), else (CPU: buffers in host memory)
+    :func:`host_available_memory`. ``None`` when none is known."""
+    device = _device_free_memory()
+    if device is not None:
+        return max(device, 0)
+    return host_available_memory()
 
 
 def _gib(n: float) -> str:

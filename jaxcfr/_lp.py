@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
+from jaxcfr._solver import check_game
 
 
 class LPSolution(NamedTuple):
@@ -111,6 +112,7 @@ def solve_lp(game: Game) -> LPSolution:
 
     Returns an :class:`LPSolution` with the value for P1 and an ``[I, A]`` policy.
     """
+    check_game(game)
     try:
         import scipy.sparse as sp
     except ImportError as exc:  # pragma: no cover

@@ -25,7 +25,15 @@ from games_tensor import Game
 from games_tensor._game import CHANCE
 from jaxcfr import _abstraction as abst
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, builtin_cache_key, check_bool, check_number, check_state
+from jaxcfr._solver import (
+    Solver,
+    builtin_cache_key,
+    check_bool,
+    check_game,
+    check_key,
+    check_number,
+    check_state,
+)
 
 
 class _Step(NamedTuple):
@@ -204,11 +212,14 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True, keying: str = "auto"
     abst.check_keying(keying)
 
     def init(game: Game) -> smp.MCCFRState:
+        check_game(game)
         game = abst.keyed_game(game, keying)
         smp.level_kinds(game)  # remember what each depth holds (static pruning of the walk)
         return smp.init_state(game)
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
+        check_game(game)
+        check_key(key)
         game = abst.keyed_game(game, keying)
         check_state(game, state)
         D = game.meta.max_depth

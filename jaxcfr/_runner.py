@@ -159,6 +159,10 @@ def _first_iteration(state) -> int:
     return int(np.asarray(it).reshape(-1)[0])
 
 
+# Iteration counters are int32 (every solver state's ``iteration``).
+_MAX_ITERATION = 2**31 - 1
+
+
 def _is_integer(x) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
@@ -241,8 +245,11 @@ def run(
         ("eval_every", eval_every),
         ("num_seeds", num_seeds),
     ):
-        if not _is_integer(value) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not _is_integer(value) or not 1 <= value <= _MAX_ITERATION:
+            raise ValueError(
+                f"{name} must be an integer in [1, {_MAX_ITERATION}], got {value!r}"
+                + (" (iteration counters are int32)" if name != "num_seeds" else "")
+            )
     num_iterations, eval_every, num_seeds = int(num_iterations), int(eval_every), int(num_seeds)
     if evaluate == "full_regret":
         evaluate = full_game_regret
@@ -351,6 +358,11 @@ def run(
         if sharding is not None:  # a host (NumPy) state must be the same in every process
             state = jax.tree.map(put, state)
     start_iter = _first_iteration(state)
+    if start_iter + num_iterations > _MAX_ITERATION:
+        raise ValueError(
+            f"num_iterations={num_iterations} after the resumed state's {start_iter} would "
+            f"pass {_MAX_ITERATION} iterations, the int32 iteration counter's limit"
+        )
 
     def get_chunk(length):
         def build():
@@ -377,36 +389,44 @@ def run(
     compile_s = 0.0
     done = 0
     t_start = time.perf_counter()
-    while done < num_iterations:
-        length = min(eval_every, num_iterations - done)
-        fn = get_chunk(length)
-        signature = (length, base_key, hash(game.meta), B)  # bookkeeping only: no refs
-        first = signature not in _TRACED
-        _TRACED.add(signature)
-        t0 = time.perf_counter()
-        state, nc, finite = fn(game, state, flat_grid, seed_keys)
-        nc = np.asarray(jax.block_until_ready(nc))
-        if first:
-            compile_s += time.perf_counter() - t0
-        _guards.raise_if_non_finite(
-            finite, nc, state, identity[0], game, start_iter + done + 1, start_iter + done + length
-        )
-        _guards.remember(state, identity)
-        done += length
-        iterations.append(start_iter + done)
-        curves.append(nc)
-        walls.append(time.perf_counter() - t_start)
-        if on_chunk is not None:
-            on_chunk(start_iter + done, nc, state)
+    try:  # the bar is closed however the loop ends (NonFiniteStateError, Ctrl-C)
+        while done < num_iterations:
+            length = min(eval_every, num_iterations - done)
+            fn = get_chunk(length)
+            signature = (length, base_key, hash(game.meta), B)  # bookkeeping only: no refs
+            first = signature not in _TRACED
+            _TRACED.add(signature)
+            t0 = time.perf_counter()
+            state, nc, finite = fn(game, state, flat_grid, seed_keys)
+            nc = np.asarray(jax.block_until_ready(nc))
+            if first:
+                compile_s += time.perf_counter() - t0
+            _guards.raise_if_non_finite(
+                finite,
+                nc,
+                state,
+                identity[0],
+                game,
+                start_iter + done + 1,
+                start_iter + done + length,
+            )
+            _guards.remember(state, identity)
+            done += length
+            iterations.append(start_iter + done)
+            curves.append(nc)
+            walls.append(time.perf_counter() - t_start)
+            if on_chunk is not None:
+                on_chunk(start_iter + done, nc, state)
+            if bar is not None:
+                bar.update(length)
+                bar.set_postfix(nash_conv=f"{np.median(nc):.3g}")
+            elif callable(progress):
+                progress(done, num_iterations, walls[-1])
+            if target_exploitability is not None and np.all(nc / 2 <= target_exploitability):
+                break
+    finally:
         if bar is not None:
-            bar.update(length)
-            bar.set_postfix(nash_conv=f"{np.median(nc):.3g}")
-        elif callable(progress):
-            progress(done, num_iterations, walls[-1])
-        if target_exploitability is not None and np.all(nc / 2 <= target_exploitability):
-            break
-    if bar is not None:
-        bar.close()
+            bar.close()
     nash = np.stack(curves, axis=-1)  # [B, E]
     shape = (G, num_seeds, len(curves)) if hparams is not None else (num_seeds, len(curves))
     nash = nash.reshape(shape)

@@ -99,18 +99,25 @@ def check_int(name: str, value, lo: int = 1) -> int:
     raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
 
 
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (a game's name instead of a compiled ``Game``, an
+    integer instead of a PRNG key): a ``TypeError`` that is also a ``ValueError``, so
+    callers catching either (the library's "clear error" is a ``ValueError``) see it."""
+
+
 def check_game(game, name: str = "game") -> None:
-    """Raise ``ValueError`` unless ``game`` is a compiled :class:`games_tensor.Game`."""
+    """Raise :class:`ArgumentTypeError` unless ``game`` is a compiled
+    :class:`games_tensor.Game`; for a string, the message says how to compile it."""
     if not isinstance(game, Game):
         hint = " (compile it first: games_tensor.load(name))" if isinstance(game, str) else ""
-        raise ValueError(
+        raise ArgumentTypeError(
             f"{name} must be a compiled games_tensor.Game, got {type(game).__name__} "
             f"{game!r:.80}{hint}"
         )
 
 
 def check_key(key, name: str = "key") -> None:
-    """Raise ``ValueError`` unless ``key`` is one PRNG key: ``jax.random.key(seed)``
+    """Raise :class:`ArgumentTypeError` unless ``key`` is one PRNG key: ``jax.random.key(seed)``
     (a typed key, shape ``()``) or ``jax.random.PRNGKey(seed)`` (uint32, shape ``(2,)``).
     Integers are refused: seeds are folded in by the caller (``PRNGKey(seed)``)."""
     if isinstance(key, jax.core.Tracer):
@@ -122,10 +129,28 @@ def check_key(key, name: str = "key") -> None:
     else:
         ok = isinstance(key, (jax.Array, np.ndarray)) and dtype == np.uint32 and shape == (2,)
     if not ok:
-        raise ValueError(
+        raise ArgumentTypeError(
             f"{name} must be one PRNG key, jax.random.key(seed) or jax.random.PRNGKey(seed), "
             f"got {key!r:.80} ({type(key).__name__})"
         )
+
+
+def check_count(name: str, value, lo: int = 0) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer ``>= lo`` (Python or NumPy
+    integer, not bool; a concrete 0-d integer array counts). Traced integers (inside
+    ``jit``, e.g. ``jaxcfr.play``'s iterations per move) pass when their dtype is an
+    integer; their value cannot be checked."""
+    if isinstance(value, jax.core.Tracer):
+        if not jnp.issubdtype(value.dtype, jnp.integer):
+            raise ValueError(f"{name} must be an integer, got a traced {value.dtype} value")
+        return
+    if isinstance(value, (jax.Array, np.ndarray)) and np.ndim(value) == 0:
+        if np.issubdtype(value.dtype, np.integer):
+            value = int(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        if value >= lo:
+            return
+    raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
 
 
 def check_state(game: Game, state, rows: int | None = None) -> None:

@@ -364,3 +364,25 @@ def test_extreme_hyperparameters_run_finite_and_converge(kuhn, solver):
     res = jaxcfr.run(solver, kuhn, 400, 200)
     assert np.isfinite(res.nash_conv).all()
     assert res.exploitability[0, -1] < 0.02
+
+
+@pytest.mark.parametrize(
+    "solver",
+    [
+        jaxcfr.dcfr(alpha=10.0),  # NaN regrets after ~7,000 iterations on Leduc before
+        jaxcfr.pcfr_plus(averaging_power=10),  # NaN from ~4,000 iterations before
+    ],
+    ids=repr,
+)
+def test_extreme_hyperparameters_stay_finite_at_large_iterations(leduc, solver):
+    """Leduc, float32: the same solvers resumed at iteration 10,000 and just below the
+    int32 counter's limit keep a finite state and a policy far better than uniform (the
+    overflow used to turn the average into the uniform policy, NashConv 4.747)."""
+    uniform = float(jaxcfr.nash_conv(leduc, _uniform(leduc)))
+    first = jaxcfr.run(solver, leduc, 200, 100)
+    for start in (10_000, 2**31 - 201):
+        late = first.state._replace(iteration=jnp.full_like(first.state.iteration, start))
+        res = jaxcfr.run(solver, leduc, 100, 100, state=late)
+        assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(res.state))
+        assert list(res.iterations) == [start + 100]
+        assert res.nash_conv[0, -1] < 0.25 * uniform, (start, res.nash_conv)

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from games_tensor import Game
 from games_tensor._game import CHANCE
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, builtin_cache_key, check_number
+from jaxcfr._solver import Solver, builtin_cache_key, check_game, check_key, check_number
 
 _INT_OF = {jnp.dtype(jnp.float32): jnp.int32, jnp.dtype(jnp.float64): jnp.int64}
 
@@ -98,6 +98,10 @@ def init_state(game: Game) -> MCTSState:
 
 
 def _check_state(game: Game, state: MCTSState) -> None:
+    if not hasattr(getattr(state, "stats", None), "shape"):
+        raise ValueError(
+            f"state must be an MCTSState (from the solver's init), got {type(state).__name__}"
+        )
     want = (game.num_infosets, 2 * game.num_actions)
     got = tuple(state.stats.shape)
     if got != want:
@@ -176,10 +180,13 @@ def _make(c, gamma, eta0, d, smooth: bool, name: str, hyper) -> Solver:
         return jnp.maximum(gamma, eta0 / (1.0 + d * jnp.sqrt(n_u)))
 
     def init(game: Game) -> MCTSState:
+        check_game(game)
         smp.level_kinds(game)  # remember what each depth holds (static pruning of the walk)
         return init_state(game)
 
     def update(game: Game, state: MCTSState, key: jax.Array) -> MCTSState:
+        check_game(game)
+        check_key(key)
         _check_state(game, state)
         D = game.meta.max_depth
         tables = smp.node_tables(game)

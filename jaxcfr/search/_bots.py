@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
+from jaxcfr._solver import check_count, check_game, check_key
 from jaxcfr.search import _table as tbl
 
 
@@ -58,6 +59,7 @@ class View(NamedTuple):
 def view_of(game: Game, history) -> View:
     """The acting player's :class:`View` at history (node id) ``history``: what the
     match engine hands to a bot. The history itself is not part of it."""
+    check_game(game)
     h = jnp.asarray(history, jnp.int32)
     return View(game.node_player[h], game.node_infoset[h], game.node_public_state[h])
 
@@ -70,6 +72,22 @@ def root_view() -> View:
 
 def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
+
+
+def check_search(game: Game, view: View, key, num_iterations, *, need_public=False) -> None:
+    """Arguments of every bot's ``search``: a compiled ``Game`` (not its name), a
+    :class:`View` of the acting player (:func:`check_view`), one PRNG key (not an
+    integer seed) and an integer number of iterations ``>= 0``; a clear
+    ``TypeError``/``ValueError`` naming the bad one."""
+    check_game(game)
+    if not isinstance(view, View):
+        raise ValueError(
+            f"view must be a jaxcfr.View (jaxcfr.view_of(game, history) or "
+            f"jaxcfr.root_view()), got {type(view).__name__} {view!r:.80}"
+        )
+    check_view(game, view, need_public=need_public)
+    check_key(key)
+    check_count("num_iterations", num_iterations, 0)
 
 
 def check_view(game: Game, view: View, *, need_public: bool = False) -> None:
@@ -147,6 +165,7 @@ def table_policy(game: Game, weights: jax.Array, in_memory: jax.Array, fallback:
 def fixed_random_policy(game: Game, seed: int = 0) -> jax.Array:
     """``[I, A]`` one-hot on a legal action drawn uniformly per infoset from ``seed``:
     the root-convergence protocol's play outside the tree, shared by all algorithms."""
+    check_game(game)
     rng = np.random.default_rng(seed)
     mask = game.meta.host["legal_mask"]
     score = rng.random(mask.shape) * mask
@@ -172,21 +191,22 @@ def random_bot() -> Bot:
     """
 
     def init(game: Game) -> RandomState:
-        del game
+        check_game(game)
         return RandomState(jnp.zeros((), jnp.int32))
 
     def search(game: Game, state: RandomState, view: View, key, num_iterations) -> RandomState:
-        del key
-        check_view(game, view)
+        check_search(game, view, key, num_iterations)
         return RandomState(state.iteration + num_iterations)
 
     def policy(game: Game, state: RandomState, view: View) -> jax.Array:
         del state
+        check_game(game)
         legal = legal_row(game, view)
         return (legal / jnp.sum(legal)).astype(game.legal_uniform.dtype)
 
     def strategy(game: Game, state: RandomState):
         del state
+        check_game(game)
         R = tbl.num_rows(game)
         return jnp.ones((R, game.num_actions), game.legal_uniform.dtype), jnp.ones((R,), bool)
 

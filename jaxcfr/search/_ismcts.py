@@ -31,7 +31,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import check_number, regret_matching
+from jaxcfr._solver import check_game, check_number, regret_matching
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -165,6 +165,7 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
     check_number("gamma", gamma, 0.0, 1.0)
 
     def init(game: Game) -> ISMCTSState:
+        check_game(game)
         smp.level_kinds(game)
         if tbl.concrete(game):
             tbl.infoset_sets(game)  # host tables, before any trace
@@ -172,7 +173,7 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
         return ISMCTSState(visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
 
     def search(game: Game, state: ISMCTSState, view: _bots.View, key, num_iterations):
-        _bots.check_view(game, view)
+        _bots.check_search(game, view, key, num_iterations)
         sets = tbl.infoset_sets(game)
         paths = tbl.target_paths(game, sets, jnp.where(view.infoset < 0, -1, view.infoset))
         max_u = max_outcome(game)
@@ -201,6 +202,7 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
         return jax.lax.fori_loop(0, num_iterations, body, state)
 
     def policy(game: Game, state: ISMCTSState, view: _bots.View) -> jax.Array:
+        check_game(game)
         if selection == "rm":
             return _bots.normalized_row(game, state.strategy_sum, state.in_memory, view)
         legal = _bots.legal_row(game, view)
@@ -209,6 +211,7 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
         return (jnp.arange(game.num_actions) == best).astype(state.visits.dtype)
 
     def strategy(game: Game, state: ISMCTSState):
+        check_game(game)
         weights = state.visits if selection == "uct" else state.strategy_sum
         return weights, state.in_memory
 

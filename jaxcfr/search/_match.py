@@ -25,6 +25,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
+from jaxcfr._solver import check_game, check_key
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -137,6 +138,8 @@ def play(
       ``fold_in(key, m)``. Win rate (ties half) = mean of ``(u > 0) + 0.5 (u == 0)``.
       With ``collect``: ``(utilities, weights [R, A])``.
     """
+    check_game(game)
+    check_key(key)
     if collect not in (None, 0, 1):
         raise ValueError(f"collect must be None, 0 or 1, got {collect!r}")
     for name, v in (("num_matches", num_matches), ("iterations_per_move", iterations_per_move)):

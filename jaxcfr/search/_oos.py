@@ -40,7 +40,7 @@ import jax.numpy as jnp
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import check_number, regret_matching
+from jaxcfr._solver import check_game, check_number, regret_matching
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -228,6 +228,7 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
     hyper = (epsilon, delta, gamma)
 
     def init(game: Game) -> OOSState:
+        check_game(game)
         smp.level_kinds(game)
         if tbl.concrete(game):
             _sets(game, targeting)  # host tables, before any trace
@@ -235,6 +236,7 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
         return OOSState(regrets, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
 
     def search(game: Game, state: OOSState, view: _bots.View, key, num_iterations) -> OOSState:
+        _bots.check_search(game, view, key, num_iterations, need_public=targeting == "pst")
         target, inv_w = _prepare(game, state, view, _sets(game, targeting), targeting, delta)
 
         tables = smp.node_tables(game)  # outside the loop: XLA does not hoist it here
@@ -247,9 +249,11 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
         return jax.lax.fori_loop(0, num_iterations, body, state)
 
     def policy(game: Game, state: OOSState, view: _bots.View) -> jax.Array:
+        check_game(game)
         return _bots.normalized_row(game, state.strategy_sum, state.in_memory, view)
 
     def strategy(game: Game, state: OOSState):
+        check_game(game)
         return state.strategy_sum, state.in_memory
 
     return _bots.Bot(init, search, policy, strategy, f"oos({targeting}, d={delta}, e={epsilon})")
