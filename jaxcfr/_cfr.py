@@ -160,27 +160,25 @@ def _player_update(
     itself without abstraction) and the ``[A, I + 1]`` plan table of the profile.
 
     With an abstract ``view``, blocks are ``[A, m_p]``: the full game's instantaneous
-    regrets and the player's own plan ``x(I, a) = pi_p(I) sigma(I, a)`` (read from the
-    table, already computed) are summed into the abstract infosets by one reduction of
-    the stacked ``[2A, n_p]`` array, and a 4th block (the full ``[A, n_p]`` average) is
-    updated too when present, with ``w(t) x(I, a)`` (no extra gather)."""
+    regrets and the player's own reach ``pi_p(I)`` are summed into the abstract infosets
+    by one reduction of the stacked ``[A + 1, n_p]`` array, and a 4th block (the full
+    ``[A, n_p]`` average) is updated too when present, with ``w(t) x(I, a)``, the
+    player's plan, read from the table (no extra gather)."""
     regrets, ssum, pred = blocks[:3]
     g = sf.terminal_values(game, table, player)
     bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy)
     mask = sf.legal_block(game, player)
     inst = jnp.where(mask, bu.action_values - over_actions(bu.infoset_values, mask.shape), 0.0)
     w, decay = weight(t)
+    reach = sf.own_reach(game, table, player)
+    full = []
     if isinstance(view, abst.AbstractView):
         plan = table[:, game.player_slice(player)]  # x(I, a) = pi_p(I) sigma(I, a)
-        summed = view.reduce(game, player, jnp.concatenate([inst, plan], axis=0))
-        inst, increment = summed[: mask.shape[0]], summed[mask.shape[0] :]
-        increment = rounded(w * increment)
         full = [(b + rounded(w * plan)) * decay for b in blocks[3:]]
+        summed = view.reduce(game, player, jnp.concatenate([inst, reach[None]], axis=0))
+        inst, reach = summed[:-1], summed[-1]
         mask = view.legal(game, player)
-    else:
-        reach = sf.own_reach(game, table, player)
-        increment = rounded(over_actions(w * reach, mask.shape) * policy)
-        full = []
+    increment = rounded(over_actions(w * reach, mask.shape) * policy)
     new_regrets = jnp.where(mask, regret_update(regrets, inst, t), 0.0)
     new_ssum = (ssum + increment) * decay
     new_pred = inst if predictive else pred
