@@ -44,6 +44,14 @@ def _scan_fn(solver, length):
     return many
 
 
+def xla_cost(solver, game) -> dict:
+    """XLA's cost model of one compiled update: ``flops`` and ``bytes accessed``
+    (deterministic: independent of the machine's load, unlike the rates)."""
+    cost = jax.jit(solver.update).lower(game, solver.init(game)).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return {k: float(cost.get(k, 0.0)) for k in ("flops", "bytes accessed")}
+
+
 def state_bytes(solver, game) -> int:
     """Bytes of the arrays of ``solver``'s state on ``game``."""
     return sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(solver.init(game)))
@@ -81,12 +89,14 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 run[1] = jax.block_until_ready(run[0](game, run[1]))
                 run[3] = min(run[3], time.perf_counter() - t0)
-        base_rate = base_bytes = None
+        base_rate = base_bytes = base_cost = None
         for variant, (_, _, first, best, solver) in runs.items():
             compile_s, rate = first - best, length / best
             nbytes = state_bytes(solver, game)
+            cost = xla_cost(solver, game)
             base_rate = base_rate or rate
             base_bytes = base_bytes or nbytes
+            base_cost = base_cost or cost
             rows.append(
                 [
                     label,
@@ -96,6 +106,8 @@ def main(argv=None):
                     f"{rate / base_rate:.2f}",
                     f"{nbytes:,}",
                     f"{nbytes / base_bytes:.3f}",
+                    f"{cost['flops'] / base_cost['flops']:.3f}",
+                    f"{cost['bytes accessed'] / base_cost['bytes accessed']:.3f}",
                 ]
             )
             print(" | ".join(rows[-1]), flush=True)
@@ -112,6 +124,8 @@ def main(argv=None):
                 "it/s vs full",
                 "state bytes",
                 "bytes vs full",
+                "XLA flops vs full",
+                "XLA bytes accessed vs full",
             ],
             rows,
         )
