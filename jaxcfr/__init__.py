@@ -33,7 +33,7 @@ state)`` is the full game's regret measure (``full_average=True`` solvers)::
 """
 
 from jaxcfr import pruning  # regret-based pruning (subpackage)
-from jaxcfr._abstraction import AbstractCFRState, full_game_regret
+from jaxcfr._abstraction import AbstractCFRState, AbstractMCCFRState, full_game_regret
 from jaxcfr._cfr import CFRState, cfr, cfr_plus, dcfr, linear_cfr, make_cfr_solver, pcfr_plus
 from jaxcfr._evaluation import (
     CounterfactualValues,
@@ -56,6 +56,7 @@ from jaxcfr.search import Bot, View, ismcts, oos, play, random_bot, root_view, v
 
 __all__ = [
     "AbstractCFRState",
+    "AbstractMCCFRState",
     "BatchTooLargeError",
     "Bot",
     "NonFiniteStateError",

@@ -64,6 +64,24 @@ class AbstractCFRState(NamedTuple):
     full_strategy_sum: jax.Array
 
 
+class AbstractMCCFRState(NamedTuple):
+    """State of a sampling MCCFR solver (outcome / external sampling) keyed by an
+    abstraction and built with ``full_average=True``.
+
+    regrets, strategy_sum: [J, A] sampled regrets and average sums of the abstract
+      infosets (exactly those of the solver without ``full_average``).
+    iteration: int32 scalar.
+    full_strategy_sum: [I, A] the same sampled average-strategy rows added at the full
+      infosets the trajectories visited: the full game's (sampled) average, whose rows
+      summed over the members of each abstract infoset give ``strategy_sum``.
+    """
+
+    regrets: jax.Array
+    strategy_sum: jax.Array
+    iteration: jax.Array
+    full_strategy_sum: jax.Array
+
+
 def check_keying(keying) -> str:
     """Raise ``ValueError`` unless ``keying`` is one of :data:`KEYINGS`."""
     if keying not in KEYINGS:
@@ -279,6 +297,42 @@ def abstract_game(game: Game) -> Game:
         legal_uniform=jnp.asarray(amap.uniform, game.legal_uniform.dtype),
         meta=meta,
     )
+
+
+def abstract_rows(game: Game) -> jax.Array:
+    """``[I + 1]`` int32: the abstract infoset of each full infoset, and J at index I,
+    so that the walkers' "no row" sentinel I maps to the sentinel J (dropped by the
+    scatter)."""
+    amap = abstract_map(game)
+    return jnp.concatenate(
+        [game.abstract_infoset.astype(jnp.int32), jnp.full((1,), amap.num_abstract, jnp.int32)]
+    )
+
+
+def sampled_update(game: Game, state, draw, add_rows):
+    """One sampling-MCCFR iteration keyed by the abstraction that also accumulates the
+    full game's average (outcome / external sampling with ``full_average=True``).
+
+    The walker runs on the full game with the abstract regrets expanded to the full
+    infosets (``regrets[J(I)]``: the same policy at every node as the walk of
+    :func:`abstract_game`, so the same trajectories from the same key); its rows, full
+    infoset ids, are mapped to J(I) for the ``[J, A]`` tables and kept as they are for
+    ``full_strategy_sum``.
+
+    Args:
+      state: an :class:`AbstractMCCFRState`.
+      draw: ``draw(p, regrets_full [I, A]) -> (regret_rows, regret_values, avg_rows,
+        avg_values)``, the walker's rows for update player ``p`` (rows ``>= I`` skipped).
+      add_rows: the scatter-add ``(table, rows, values) -> table``.
+    """
+    ids = abstract_rows(game)
+    regrets, ssum, full = state.regrets, state.strategy_sum, state.full_strategy_sum
+    for p in (0, 1):
+        rr, rv, ar, av = draw(p, regrets[game.abstract_infoset])
+        regrets = add_rows(regrets, ids[jnp.minimum(rr, game.num_infosets)], rv)
+        ssum = add_rows(ssum, ids[jnp.minimum(ar, game.num_infosets)], av)
+        full = add_rows(full, ar, av)
+    return AbstractMCCFRState(regrets, ssum, state.iteration + 1, full)
 
 
 def keyed_game(game: Game, keying: str) -> Game:

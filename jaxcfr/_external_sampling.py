@@ -37,6 +37,7 @@ from jaxcfr import _sampling as smp
 from jaxcfr._solver import (
     Solver,
     builtin_cache_key,
+    check_bool,
     check_game,
     check_key,
     check_state,
@@ -257,7 +258,7 @@ def _sampled_rows(game: Game, regrets, key, player: int):
     return rows
 
 
-def external_sampling(keying: str = "auto") -> Solver:
+def external_sampling(keying: str = "auto", full_average: bool = False) -> Solver:
     """External-sampling MCCFR with alternating updates and simple averaging.
 
     One iteration = one traversal per player (P1's, then P2's with P1's new
@@ -267,6 +268,11 @@ def external_sampling(keying: str = "auto") -> Solver:
       keying: ``"auto"`` (default: tables keyed by the game's imperfect-recall
         abstraction when it has one, ``[J, A]``; ``jaxcfr._abstraction``), ``"abstract"``
         or ``"full"``.
+      full_average: keyed by an abstraction, also add the average-strategy rows at the
+        full infosets (state :class:`~jaxcfr._abstraction.AbstractMCCFRState` with a
+        ``[I, A]`` ``full_strategy_sum``), for :func:`jaxcfr.full_game_regret`; the
+        abstract tables are unchanged. Ignored when the tables are keyed by the full
+        infosets.
 
     Returns:
       A :class:`Solver` with ``init(game) -> MCCFRState`` (zero ``regrets`` [I, A],
@@ -285,19 +291,39 @@ def external_sampling(keying: str = "auto") -> Solver:
     """
 
     abst.check_keying(keying)
+    check_bool("full_average", full_average)
     hyper = (("keying", keying),) if keying != "auto" else ()
+    if full_average:
+        hyper += (("full_average", True),)
 
     def init(game: Game) -> smp.MCCFRState:
         check_game(game)
-        game = abst.keyed_game(game, keying)
-        layout(game, 0)  # the static traversal layouts and level kinds, on the host
-        layout(game, 1)
-        smp.level_kinds(game)
-        return smp.init_state(game)
+        keyed = abst.keyed_game(game, keying)
+        walked = (keyed, game) if full_average and keyed is not game else (keyed,)
+        for g in walked:  # the static traversal layouts and level kinds, on the host
+            layout(g, 0)
+            layout(g, 1)
+            smp.level_kinds(g)
+        state = smp.init_state(keyed)
+        if len(walked) == 2:
+            full = jnp.zeros((game.num_infosets, game.num_actions), state.regrets.dtype)
+            return abst.AbstractMCCFRState(*state, full)
+        return state
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
         check_game(game)
         check_key(key)
+        if isinstance(state, abst.AbstractMCCFRState):
+            check_state(game, state, abst.view(game, keying).num_rows(game))
+            tables = smp.node_tables(game)
+            n0, n1 = num_uniforms(game, 0), num_uniforms(game, 1)
+            u = smp.uniforms(key, (n0 + n1,), state.regrets.dtype)
+            uu = (u[:n0], u[n0:])
+
+            def draw(p, regrets):
+                return _traverse(game, tables, regrets, uu[p], p)[0]
+
+            return abst.sampled_update(game, state, draw, smp.add_rows)
         game = abst.keyed_game(game, keying)
         check_state(game, state)
         regrets, strategy_sum = state.regrets, state.strategy_sum

@@ -174,7 +174,9 @@ def _sampled_rows(game: Game, regrets, key, player: int, epsilon=0.6, alternatin
     return _trajectory(game, smp.node_tables(game), regrets, u, epsilon, alternating, player)
 
 
-def outcome_sampling(epsilon=0.6, alternating: bool = True, keying: str = "auto") -> Solver:
+def outcome_sampling(
+    epsilon=0.6, alternating: bool = True, keying: str = "auto", full_average: bool = False
+) -> Solver:
     """Outcome-sampling MCCFR with epsilon-on-policy exploration (ALGORITHMS.md 2.4).
 
     One iteration samples two trajectories, as OpenSpiel's C++ solver counts:
@@ -191,6 +193,11 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True, keying: str = "auto"
       keying: ``"auto"`` (default: tables keyed by the game's imperfect-recall
         abstraction when it has one, ``[J, A]``; ``jaxcfr._abstraction``), ``"abstract"``
         or ``"full"``.
+      full_average: keyed by an abstraction, also add the average-strategy rows at the
+        full infosets (state :class:`~jaxcfr._abstraction.AbstractMCCFRState` with a
+        ``[I, A]`` ``full_strategy_sum``), for :func:`jaxcfr.full_game_regret`; the
+        abstract tables are unchanged. Ignored when the tables are keyed by the full
+        infosets (their ``strategy_sum`` is the full game's average).
 
     Returns:
       A :class:`Solver` with ``init(game) -> MCCFRState`` (zero ``regrets`` [I, A],
@@ -210,16 +217,31 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True, keying: str = "auto"
     check_number("epsilon", epsilon, 0.0, 1.0, lo_open=True)
     check_bool("alternating", alternating)
     abst.check_keying(keying)
+    check_bool("full_average", full_average)
 
     def init(game: Game) -> smp.MCCFRState:
         check_game(game)
-        game = abst.keyed_game(game, keying)
-        smp.level_kinds(game)  # remember what each depth holds (static pruning of the walk)
-        return smp.init_state(game)
+        keyed = abst.keyed_game(game, keying)
+        smp.level_kinds(keyed)  # remember what each depth holds (static pruning of the walk)
+        state = smp.init_state(keyed)
+        if full_average and keyed is not game:
+            smp.level_kinds(game)
+            full = jnp.zeros((game.num_infosets, game.num_actions), state.regrets.dtype)
+            return abst.AbstractMCCFRState(*state, full)
+        return state
 
     def update(game: Game, state: smp.MCCFRState, key: jax.Array) -> smp.MCCFRState:
         check_game(game)
         check_key(key)
+        if isinstance(state, abst.AbstractMCCFRState):
+            check_state(game, state, abst.view(game, keying).num_rows(game))
+            tables = smp.node_tables(game)
+            u = smp.uniforms(key, (2, game.meta.max_depth), state.regrets.dtype)
+
+            def draw(p, regrets):
+                return _trajectory(game, tables, regrets, u[p], epsilon, alternating, p)
+
+            return abst.sampled_update(game, state, draw, smp.add_rows)
         game = abst.keyed_game(game, keying)
         check_state(game, state)
         D = game.meta.max_depth
@@ -235,6 +257,8 @@ def outcome_sampling(epsilon=0.6, alternating: bool = True, keying: str = "auto"
     hyper = (("epsilon", epsilon), ("alternating", alternating))
     if keying != "auto":
         hyper += (("keying", keying),)
+    if full_average:
+        hyper += (("full_average", True),)
     return Solver(
         init=init,
         update=update,

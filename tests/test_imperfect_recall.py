@@ -85,6 +85,59 @@ def test_state_is_sized_by_the_abstraction():
     np.testing.assert_allclose(pol, rows[ids], atol=1e-7)
 
 
+SAMPLERS = [
+    ("outcome_sampling", {}),
+    ("outcome_sampling", {"alternating": False}),
+    ("external_sampling", {}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", SAMPLERS)
+def test_sampling_identity_full_average_is_the_unabstracted_average(name, kwargs):
+    # golden: the unabstracted solver's strategy_sum on the same keys
+    full = gt.load("liars_dice", faces=2)
+    ident = gt.load("liars_dice", faces=2, recall=4)
+    factory = getattr(jaxcfr, name)
+    a = _iterate(factory(**kwargs), full, steps=20)
+    b = _iterate(factory(keying="abstract", full_average=True, **kwargs), ident, steps=20)
+    assert isinstance(b, jaxcfr.AbstractMCCFRState)
+    np.testing.assert_array_equal(b.full_strategy_sum, a.strategy_sum)
+    np.testing.assert_array_equal(b.regrets, a.regrets)
+
+
+@pytest.mark.parametrize("name, kwargs", SAMPLERS)
+def test_sampling_full_average_sums_to_the_abstract_average(name, kwargs):
+    # the abstract row of J is, by definition, the sum of the rows its merged full
+    # infosets received (same sampled increments); full_average leaves the abstract
+    # tables bit-identical (same policy at every node, so the same trajectories)
+    game = gt.load("liars_dice", faces=3, recall=1)
+    factory = getattr(jaxcfr, name)
+    a = _iterate(factory(**kwargs), game, steps=30)
+    b = _iterate(factory(full_average=True, **kwargs), game, steps=30)
+    np.testing.assert_array_equal(b.regrets, a.regrets)
+    np.testing.assert_array_equal(b.strategy_sum, a.strategy_sum)
+    summed = np.zeros(a.strategy_sum.shape)
+    np.add.at(summed, np.asarray(game.abstract_infoset), np.asarray(b.full_strategy_sum))
+    np.testing.assert_allclose(summed, a.strategy_sum, rtol=1e-5, atol=1e-5)
+    assert np.asarray(b.full_strategy_sum).shape == (game.num_infosets, game.num_actions)
+    assert np.isfinite(float(jaxcfr.full_game_regret(game, b)))
+    with pytest.raises(ValueError, match="full_average"):
+        jaxcfr.full_game_regret(game, a)
+
+
+@pytest.mark.parametrize("name", ["outcome_sampling", "external_sampling"])
+def test_sampling_full_regret_converges_on_a_well_formed_abstraction(name):
+    # the counterexample's well-formed abstraction (forget the signal): the full-game
+    # average regret of the sampled full-game average goes to 0 (its value at a Nash
+    # equilibrium); the uniform profile's is above 0.4
+    game = gt.load("recall_counterexample", abstraction="forget_signal")
+    solver = getattr(jaxcfr, name)(full_average=True)
+    res = jaxcfr.run(solver, game, 20_000, 20_000, num_seeds=3, evaluate="full_regret")
+    uniform = float(jaxcfr.nash_conv(game, gt.uniform_policy(game)))
+    assert np.all(res.nash_conv[:, -1] < 0.06), res.nash_conv
+    assert uniform > 0.4
+
+
 # ------------------------------------------------------------------ DRP-IR converges
 def test_well_formed_k_l_one_matches_full_cfr(x64):
     # k = l = 1: merged infosets have equal regrets, so abstract-keyed CFR from the

@@ -5,6 +5,9 @@ the timed loop), compile time separately, and batched instance-iterations/s
 (B independent runs vmapped), against OpenSpiel C++ ``CFRSolver`` /
 ``CFRPlusSolver`` timed in the same process on the same game. Timings are
 best-of-3 steady-state wall clock; on shared machines compare the ratios.
+Solvers are keyed by the full infosets (``keying="full"``), so a game carrying an
+imperfect-recall abstraction (DRP-IR) is timed as the full game; abstract keying is
+timed by ``python -m experiments.benchmarks abstraction``.
 """
 
 from __future__ import annotations
@@ -102,7 +105,7 @@ def main(argv=None):
         size = game.num_infosets * game.num_actions
         length = int(np.clip(2e7 / max(game.sizes["histories"], 1) / 10, 2, 2000))
         for alg in args.algorithms.split(","):
-            solver = getattr(jaxcfr, alg)()
+            solver = getattr(jaxcfr, alg)(keying="full")
             os_rate = None
             if name in OS_NAMES and not params and alg in OPENSPIEL:
                 try:
