@@ -100,3 +100,30 @@ def test_float32_leduc_within_precision_floor(algorithm):
     assert res64.exploitability[0, -1] < 3e-5  # the float64 run converges
     assert abs(res32.exploitability[0, -1] - res64.exploitability[0, -1]) <= 1e-5
     assert abs(res32.exploitability[0, -1] - exact) <= 1e-6
+
+
+def _noise_tables(game, state, field):
+    """Every infoset in memory with regrets (+1e-19, 0): rounding noise on exact zeros."""
+    noise = jnp.zeros_like(getattr(state, field)).at[:, 0].set(1e-19)
+    noise = jnp.where(game.legal_mask, noise, 0.0)
+    return state._replace(**{field: noise, "in_memory": jnp.ones_like(state.in_memory)})
+
+
+@pytest.mark.parametrize("which", ["ismcts_rm", "oos"])
+def test_search_regret_matching_ignores_noise(which):
+    """ISMCTS-RM and OOS select with regret matching: a +1e-19 regret (noise) must give
+    the uniform RM distribution, not a pure one. ISMCTS-RM accumulates p = RM(r) into
+    the mean strategy, OOS accumulates gamma-uniform + (1 - gamma) RM(r) scaled by
+    reach: with plain RM the sums would be (1, 0) resp. (1 - gamma / 2, gamma / 2)."""
+    game = gt.load("kuhn_poker")
+    bot = jaxcfr.ismcts("rm") if which == "ismcts_rm" else jaxcfr.oos(None, gamma=0.2)
+    field = "values" if which == "ismcts_rm" else "regrets"
+    state = _noise_tables(game, bot.init(game), field)
+    touched = 0
+    for seed in range(4):  # one iteration each: later ones would see real regrets
+        after = bot.search(game, state, jaxcfr.root_view(), jax.random.key(seed), 1)
+        ssum = np.asarray(after.strategy_sum)
+        rows = ssum.sum(axis=1) > 0
+        touched += rows.sum()
+        np.testing.assert_allclose(ssum[rows, 0], ssum[rows, 1], rtol=1e-6)
+    assert touched >= 4
