@@ -16,9 +16,10 @@ sampled a, tail c = pi(ha, z), x = sigma(I, a) c):
 
 at the opponent's in-tree infosets I'. sigma is gamma-explorative regret matching
 ``gamma / |A| + (1 - gamma) RM_tau(r)`` (positive regrets at or below
-tau = ``jaxcfr._solver.regret_tolerance`` count as 0: rounding noise). Incremental tree building: the first infoset
-reached that is not in memory is added (sigma uniform there), then a uniform playout
-runs to the end; playout infosets are neither stored nor updated.
+tau = ``jaxcfr._solver.regret_tolerance`` count as 0: rounding noise). Incremental
+tree building: the first infoset reached that is not in memory is added (sigma
+uniform there), then a uniform playout runs to the end; playout infosets are
+neither stored nor updated.
 
 w_T (which definition): the verbal one of the paper, as GTLibrary's ISTargeting
 implements it (ALGORITHMS.md 2.5 [code]), with T the target set:
