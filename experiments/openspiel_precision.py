@@ -178,12 +178,45 @@ def _distance(ref, getter, keys):
     return worst
 
 
+def python_vs_cpp(iterations):
+    """Largest |Python - C++| of OpenSpiel's CFR current and average policies."""
+    import pyspiel
+    from open_spiel.python.algorithms import cfr as pycfr
+
+    os_game = _os_game()
+    cpp, py = pyspiel.CFRSolver(os_game), pycfr.CFRSolver(os_game)
+    for it in range(1, iterations + 1):
+        cpp.evaluate_and_update_policy()
+        py.evaluate_and_update_policy()
+        if it not in CHECKPOINTS and it != iterations:
+            continue
+        line = f"cfr it {it:4d} | OpenSpiel Python vs C++:"
+        for what in ("current", "average"):
+            a, b = getattr(py, f"{what}_policy")(), getattr(cpp, f"{what}_policy")()
+            worst = 0.0
+            for key, idx in a.state_lookup.items():
+                row = np.zeros(a.action_probability_array.shape[1])
+                for act, p in b.get_state_policy(key):
+                    row[act] = p
+                worst = max(worst, float(np.abs(a.action_probability_array[idx] - row).max()))
+            line += f" {what} {worst:.1e}"
+        print(line, flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--no-jaxcfr", action="store_true", help="OpenSpiel vs reference only")
+    parser.add_argument(
+        "--python-vs-cpp",
+        action="store_true",
+        help="instead: OpenSpiel's Python CFR against its C++ CFR (minutes)",
+    )
     args = parser.parse_args(argv)
     import pyspiel
+
+    if args.python_vs_cpp:
+        return python_vs_cpp(args.iterations)
 
     os_game = _os_game()
     tree = Tree(os_game)
