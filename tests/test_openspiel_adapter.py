@@ -131,6 +131,12 @@ def test_leduc_action_mapping_is_a_real_violation_and_compiles_refined():
     assert a.current_player() == b.current_player() == 0
     assert a.information_state_string(0) == b.information_state_string(0)
     game = _check_refinement(os_game)
+    # a policy that differs inside one OpenSpiel information state has no TabularPolicy
+    rng = np.random.default_rng(0)
+    pol = rng.random((game.num_infosets, game.num_actions)) * np.asarray(game.legal_mask)
+    pol /= pol.sum(axis=1, keepdims=True)
+    with pytest.raises(ValueError, match="one OpenSpiel information state"):
+        gt.to_tabular_policy(game, pol)
     plain = gt.from_openspiel("leduc_poker")
     assert not plain.meta.has_abstraction and not plain.meta.host["openspiel_refined"]
     assert plain.sizes["infosets"] == 936 == game.meta.num_abstract_infosets
