@@ -186,3 +186,35 @@ def test_imperfect_recall_error_names_both_sequences():
 
     with pytest.raises(gt.ImperfectRecallError, match=r"'move1'.*\[0\] and \[1\].*abstract"):
         gt.compile(Forgetful())
+
+
+def test_abstraction_merging_different_legal_actions_is_named():
+    from games_tensor._rules import Rules
+
+    class Merged(Rules):
+        name = "merged"
+        num_actions = 3
+
+        def initial_state(self):
+            return ()
+
+        def current_player(self, s):
+            return TERMINAL if len(s) == 2 else len(s)
+
+        def legal_actions(self, s):
+            return (0, 1) if len(s) == 0 or s[0] == 0 else (0, 1, 2)
+
+        def apply(self, s, a):
+            return s + (a,)
+
+        def returns(self, s):
+            return (float(s[0] == s[1]), -float(s[0] == s[1]))
+
+        def information_state(self, s, player):
+            return f"p{player} saw {s[:1] if player else ''}"
+
+        def abstract_information_state(self, s, player):
+            return f"p{player}"
+
+    with pytest.raises(ValueError, match=r"'p1' merges .*different legal actions.*\[0, 1\]"):
+        gt.compile(Merged())
