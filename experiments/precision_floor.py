@@ -36,9 +36,20 @@ def main(argv=None):
     parser.add_argument("--iterations", type=int, default=4000)
     parser.add_argument("--game", default="leduc_poker")
     parser.add_argument("--algorithms", default="cfr,cfr_plus,dcfr")
+    parser.add_argument(
+        "--tolerance-eps",
+        type=float,
+        default=None,
+        help="override the regret-matching floor tau = X eps U (default 16; 0: textbook RM)",
+    )
     args = parser.parse_args(argv)
     import games_tensor as gt
     import jaxcfr
+    from jaxcfr import _solver
+
+    if args.tolerance_eps is not None:
+        _solver.REGRET_TOLERANCE_EPS = args.tolerance_eps
+        print(f"regret tolerance: {args.tolerance_eps} eps U")
 
     print(f"{args.game}, {args.iterations} iterations")
     print("algorithm | expl f32 (in f32) | same policy in f64 | expl f64 run | max |pi32 - pi64|")
