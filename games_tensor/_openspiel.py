@@ -12,7 +12,9 @@ recall (one string reached by two different own action sequences of its player:
 ``liars_dice_ir``, ``dark_hex_ir``, and ``leduc_poker(action_mapping=True)``, where
 "Fold" with nothing to call is a check, so the actions 0 and 1 there lead to one
 string), the game is compiled as its perfect-recall refinement: infosets keyed by
-(the string, the player's own action history), with the strings as the abstraction
+(the string, the player's own decision trail: the string seen and the action taken at
+each earlier own decision; :class:`RefinedOpenSpielRules`), with the strings as the
+abstraction
 (``game.abstract_infoset`` / ``game.abstract_keys``, as ``die_roll_poker(abstraction=
 "ir")``). Solvers then key their tables by OpenSpiel's information states (``keying=
 "auto"``, Lanctot et al. 2012) and policies convert per information state.
@@ -149,7 +151,8 @@ def from_openspiel(game, *, max_histories: int = DEFAULT_MAX_HISTORIES, **params
     Example: ``from_openspiel("liars_dice", numdice=1)``. A game whose
     information-state strings do not give perfect recall compiles as its perfect-recall
     refinement with the strings as the abstraction (module docstring);
-    ``game.meta.host["openspiel_refined"]`` says which happened.
+    ``game.meta.host["openspiel_refined"]`` says which happened. (The perfect-recall
+    attempt stops at the first violation; the refinement is then compiled from scratch.)
     """
     pyspiel = _pyspiel()
     if not isinstance(game, (str, pyspiel.Game)):
