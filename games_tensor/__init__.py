@@ -14,7 +14,12 @@ Public API::
 
 from games_tensor import games as _games  # noqa: F401  (registers the built-in games)
 from games_tensor import step  # step form of the games too large to compile
-from games_tensor._compile import DEFAULT_MAX_HISTORIES, GameTooLargeError, compile
+from games_tensor._compile import (
+    DEFAULT_MAX_HISTORIES,
+    GameTooLargeError,
+    ImperfectRecallError,
+    compile,
+)
 from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta, uniform_policy
 from games_tensor._openspiel import from_openspiel, from_tabular_policy, to_tabular_policy
 from games_tensor._registry import available, make_rules, register
@@ -40,6 +45,7 @@ __all__ = [
     "Game",
     "GameMeta",
     "GameTooLargeError",
+    "ImperfectRecallError",
     "Rules",
     "available",
     "check_abstraction",

@@ -36,6 +36,11 @@ class GameTooLargeError(ValueError):
     """The game has more histories than ``max_histories``; raised before allocating."""
 
 
+class ImperfectRecallError(ValueError):
+    """The information-state keys do not give perfect recall: one key is reached by two
+    different own action sequences of its player."""
+
+
 def _count(x) -> str:
     """A possibly astronomical count (int of any size, float, inf) as ``1.23e+45``."""
     if isinstance(x, float) and not math.isfinite(x):
@@ -143,10 +148,14 @@ class _Walk:
                     f"its histories: {self.inf_legal[inf]} vs {legal}"
                 )
             if self.inf_parent_seq[inf] != own_seq:
-                raise ValueError(
+                raise ImperfectRecallError(
                     f"{rules!r}: infoset {key!r} of player {p} is reached by two different "
-                    "own action sequences: the information-state keys do not give perfect "
-                    "recall (express imperfect recall as an abstraction instead)"
+                    f"own action sequences ({self._own_actions(self.inf_parent_seq[inf])} and "
+                    f"{self._own_actions(own_seq)}): the information-state keys do not give "
+                    "perfect recall. Key the infosets by the player's own action history too "
+                    "and return the coarser key from abstract_information_state (the "
+                    "imperfect-recall abstraction; games_tensor.from_openspiel does this "
+                    "for OpenSpiel games)"
                 )
             if self.inf_abstract[inf] != rules.abstract_information_state(state, p):
                 raise ValueError(
@@ -154,6 +163,14 @@ class _Walk:
                     "abstraction must be coarser than the information states"
                 )
         return inf
+
+    def _own_actions(self, seq) -> list[int]:
+        """The own actions (oldest first) of provisional sequence ``seq`` (-1: none)."""
+        out = []
+        while seq >= 0:
+            out.append(int(seq % self.A))
+            seq = self.inf_parent_seq[seq // self.A]
+        return out[::-1]
 
     def visit(self, state, parent, slot, depth, seq0, seq1, reach):
         rules = self.rules
@@ -368,7 +385,15 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         abstract_legal = np.zeros((len(abs_ids), A), dtype=bool)
         abstract_legal[abstract_infoset] = legal_mask
         if (abstract_legal[abstract_infoset] != legal_mask).any():
-            raise ValueError(f"{rules!r}: an abstract infoset merges different legal actions")
+            bad = int(np.nonzero((abstract_legal[abstract_infoset] != legal_mask).any(1))[0][0])
+            j = int(abstract_infoset[bad])
+            raise ValueError(
+                f"{rules!r}: abstract infoset {abstract_keys[j]!r} merges infosets with "
+                f"different legal actions, e.g. {keys[bad]!r} with "
+                f"{np.nonzero(legal_mask[bad])[0].tolist()} (the union is "
+                f"{np.nonzero(abstract_legal[j])[0].tolist()}); an abstract infoset must "
+                "merge infosets with the same legal actions"
+            )
     else:
         abstract_infoset = np.arange(n_inf, dtype=np.int32)
         abstract_keys = keys

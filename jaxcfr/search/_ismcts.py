@@ -12,7 +12,8 @@ then a uniform playout runs to the end. Each in-tree infoset I on the simulation
   (uniformly), then argmax_a v(I, a) / n(I, a) + C sqrt(ln n(I) / n(I, a)),
   C = 2 x the game's maximal |outcome|. Play: the most-visited action;
   exploitability: the visit frequencies.
-* RM (Hart & Mas-Colell regret matching as GTLibrary's ``RMSelector``): p = RM(r),
+* RM (Hart & Mas-Colell regret matching as GTLibrary's ``RMSelector``): p = RM_tau(r)
+  (regrets at or below tau = ``jaxcfr._solver.regret_tolerance`` count as 0),
   sample from (1 - gamma) p + gamma / |A| (gamma = 0.2); with v = (u_p + max) / (2 max)
   in [0, 1]: r(I, a) += v / sigma(a), r(I, b) -= v for every legal b; the mean
   strategy accumulates p. Play and exploitability: the mean strategy.
@@ -31,7 +32,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import check_game, check_number, regret_matching
+from jaxcfr._solver import check_game, check_number, regret_matching, regret_tolerance
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -93,7 +94,8 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma):
                 p = uniform
             else:
                 r = state.values.at[row].get(mode="promise_in_bounds")
-                p = jnp.where(tree, regret_matching(r, v.legal, uniform), uniform)
+                tol = regret_tolerance(game, dtype)
+                p = jnp.where(tree, regret_matching(r, v.legal, uniform, tolerance=tol), uniform)
                 pick = (1.0 - gamma) * p + gamma * uniform
             probs = smp.pad_actions(jnp.where(tree, pick, uniform), W)
             forced_row = (jnp.arange(W) == path_slot[d]).astype(dtype)

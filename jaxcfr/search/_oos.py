@@ -15,9 +15,11 @@ sampled a, tail c = pi(ha, z), x = sigma(I, a) c):
     s(I', .) += pi_{-i}(h') sigma(I', .) / (delta s1(h') + (1 - delta) s2(h'))
 
 at the opponent's in-tree infosets I'. sigma is gamma-explorative regret matching
-``gamma / |A| + (1 - gamma) RM(r)``. Incremental tree building: the first infoset
-reached that is not in memory is added (sigma uniform there), then a uniform playout
-runs to the end; playout infosets are neither stored nor updated.
+``gamma / |A| + (1 - gamma) RM_tau(r)`` (positive regrets at or below
+tau = ``jaxcfr._solver.regret_tolerance`` count as 0: rounding noise). Incremental
+tree building: the first infoset reached that is not in memory is added (sigma
+uniform there), then a uniform playout runs to the end; playout infosets are
+neither stored nor updated.
 
 w_T (which definition): the verbal one of the paper, as GTLibrary's ISTargeting
 implements it (ALGORITHMS.md 2.5 [code]), with T the target set:
@@ -40,7 +42,7 @@ import jax.numpy as jnp
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import check_game, check_number, regret_matching
+from jaxcfr._solver import check_game, check_number, regret_matching, regret_tolerance
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -104,7 +106,8 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         if any(kinds.players):
             player_node, row, mem, uniform = tbl.read_node(game, state.in_memory, v, dtype)
             r = state.regrets.at[row].get(mode="promise_in_bounds")
-            sig_tree = gamma * uniform + (1.0 - gamma) * regret_matching(r, v.legal, uniform)
+            rm = regret_matching(r, v.legal, uniform, tolerance=regret_tolerance(game, dtype))
+            sig_tree = gamma * uniform + (1.0 - gamma) * rm
             tree = player_node & mem & ~c.playout
             new = player_node & ~mem & ~c.playout
             sigma = jnp.where(tree, sig_tree, uniform)
