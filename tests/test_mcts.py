@@ -383,3 +383,36 @@ def test_hyperparameter_grid_is_one_vmapped_run():
     assert res.nash_conv.shape == (3, 2, 1)
     one = jaxcfr.run(jaxcfr.smooth_uct(c=4.0), game, 300, 300, num_seeds=2)
     np.testing.assert_allclose(res.nash_conv[2], one.nash_conv, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- float32 Q drift (issue 11)
+def test_q_mean_does_not_drift_in_float32():
+    """2^22 float32 updates of the periodic rewards (1, 1, -1, 1, -1, -1, -1) (mean -1/7):
+    the plain ``Q += (r - Q) / N``, written here, drifts measurably (about 1.6e-5); the
+    library's compensated mean stays within 1e-7 of the exact mean (Fractions) and its Q
+    within one float32 ulp of it."""
+    from fractions import Fraction
+
+    from jaxcfr.mcts._smooth_uct import mean_update
+
+    pattern = [1, 1, -1, 1, -1, -1, -1]
+    steps = 1 << 22
+    rewards = jnp.asarray(pattern, jnp.float32)
+
+    @jax.jit
+    def run():
+        def body(t, c):
+            q, q_lo, plain = c
+            r, n = rewards[t % 7], (t + 1).astype(jnp.float32)
+            q, q_lo = mean_update(q, q_lo, r, n)
+            return q, q_lo, plain + (r - plain) / n
+
+        zero = jnp.zeros((), jnp.float32)
+        return jax.lax.fori_loop(0, steps, body, (zero, zero, zero))
+
+    q, q_lo, plain = (float(x) for x in run())
+    full, rest = divmod(steps, len(pattern))
+    exact = float(Fraction(full * sum(pattern) + sum(pattern[:rest]), steps))
+    assert abs(plain - exact) > 1e-6  # the drift the compensation removes is real here
+    assert abs(q + q_lo - exact) < 1e-7
+    assert abs(q - exact) <= float(np.spacing(np.float32(exact)))
