@@ -32,7 +32,8 @@ is bounded by ~1 ulp of |r - Q| whatever N (``tests/test_mcts.py``). Selection r
 
 ``N(u) = sum_a N(u, a)``; u is in its player's tree iff ``N(u) > 0`` (the expanded
 node is updated in the same episode), so the in-tree mask is derived, not stored. The walk
-is the shared trajectory walk of ``jaxcfr._sampling`` (the one outcome sampling uses): two node gathers and one statistics gather per depth.
+is the shared trajectory walk of ``jaxcfr._sampling`` (the one outcome sampling uses):
+two node gathers and one statistics gather per depth.
 
 Randomness: per depth one uniform for the sampled child (chance outcome, rollout,
 UCB with random tie-breaking among the maximizers, or the average-policy draw; all
