@@ -141,7 +141,7 @@ def materialize(tree):
             bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"int{8 * x.dtype.itemsize}"))
         else:
             bits = x.astype(jnp.int32) if x.dtype == jnp.bool_ else x
-        w = jnp.asarray([1, 0], bits.dtype)
+        w = jnp.asarray([1, 0], bits.dtype).reshape((1,) * bits.ndim + (2,))
         y = jnp.sum(jnp.stack([bits, bits], axis=-1) * w, axis=-1, dtype=bits.dtype)
         if jnp.issubdtype(x.dtype, jnp.floating):
             return jax.lax.bitcast_convert_type(y, x.dtype)
