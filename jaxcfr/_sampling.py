@@ -106,18 +106,48 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     zero) and ``u [...]`` from :func:`uniforms` -> int32 ``[...]`` index k with
     ``probs[k] > 0`` and probability ``probs[k] / sum(probs)`` (up to the 2^-23 grid).
 
-    k = #{j : cdf_j <= u * total}. Since ``u * total < total`` (see :func:`uniforms`),
-    trailing zero slots (cdf = total) are never counted past, and a zero slot in the
-    middle has the cdf of its predecessor, so it is never the first one above the
-    target.
+    k = #{j : cdf_j <= u * total}, ``cdf_j`` the masked sum of ``probs[i]``, ``i <= j``
+    (one ``[..., K, K]`` reduction: a single XLA kernel whatever K; a Python loop of K
+    running sums was K kernels on CPU, each recomputing the fused producers of
+    ``probs``, which made a Liar's Dice search step 3x slower, docs/search.md). Every
+    row of the reduction sums the same positions in the same order, so a zero slot's
+    cdf equals its predecessor's bit for bit and the cdf is non-decreasing (rounding is
+    monotone); since ``u * total < total`` (see :func:`uniforms`) with ``total`` the
+    last cdf, trailing zero slots are never counted past and a zero slot in the middle
+    is never the first one above the target.
     """
-    running, parts = None, []
-    for k in range(probs.shape[-1]):  # a fixed left-to-right order (not jnp.cumsum)
-        running = probs[..., k] if running is None else running + probs[..., k]
-        parts.append(running)
-    cdf = jnp.stack(parts, axis=-1)
+    K = probs.shape[-1]
+    upto = jnp.arange(K)[:, None] >= jnp.arange(K)[None, :]  # [j, i]: i <= j
+    zero = jnp.zeros((), probs.dtype)
+    cdf = jnp.sum(jnp.where(upto, probs[..., None, :], zero), axis=-1)
     target = u * cdf[..., -1]
     return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
+
+
+def materialize(tree):
+    """``tree`` unchanged (bit for bit), each leaf computed once by one small XLA kernel.
+
+    XLA:CPU fuses cheap elementwise producers into every consumer and drops
+    ``lax.optimization_barrier``; a value carried down the unrolled depth loop (a
+    "below the new infoset" flag, running probabilities) was then recomputed from the
+    root in every later depth's kernels (O(D^2) work per trajectory). A reduction is
+    not duplicated, so each leaf goes through one the simplifier cannot remove: the
+    bits as int32, ``sum([x, x] * [1, 0])``, back to the leaf's dtype.
+    """
+
+    def leaf(x):
+        x = jnp.asarray(x)
+        if jnp.issubdtype(x.dtype, jnp.floating):
+            bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"int{8 * x.dtype.itemsize}"))
+        else:
+            bits = x.astype(jnp.int32) if x.dtype == jnp.bool_ else x
+        w = jnp.asarray([1, 0], bits.dtype).reshape((1,) * bits.ndim + (2,))
+        y = jnp.sum(jnp.stack([bits, bits], axis=-1) * w, axis=-1, dtype=bits.dtype)
+        if jnp.issubdtype(x.dtype, jnp.floating):
+            return jax.lax.bitcast_convert_type(y, x.dtype)
+        return y.astype(x.dtype)
+
+    return jax.tree_util.tree_map(leaf, tree)
 
 
 def pad_actions(x: jax.Array, num_slots: int) -> jax.Array:

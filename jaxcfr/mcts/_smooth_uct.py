@@ -7,7 +7,7 @@ out of i's tree -> uniform rollout; u not in i's tree -> expand u, uniform actio
 out of its tree for the rest of the episode; else SELECT. At the end every node that
 expanded or selected gets UPDATE with the terminal return r_i:
 
-    N(u) += 1,  N(u, a) += 1,  Q(u, a) += (r_i - Q(u, a)) / N(u, a)
+    N(u) += 1,  N(u, a) += 1,  Q(u, a) += (r_i - Q(u, a)) / N(u, a)   (compensated, below)
     UCB(u) = argmax_a Q(u, a) + c sqrt(log N(u) / N(u, a))          (UCT: always)
     Smooth UCT: UCB(u) with prob. eta = max(gamma, eta0 / (1 + d sqrt(N(u)))),
                 else a ~ N(u, a) / N(u)
@@ -15,13 +15,25 @@ expanded or selected gets UPDATE with the terminal return r_i:
 The output strategy is the average policy N(u, a) / N(u) (all selections counted).
 
 Layout (one run; ``jax.vmap`` over keys for many). The statistics of infoset u are one
-row of an integer table ``stats [I, 2A]``: ``N(u, .)`` in the first A columns and the
-bits of ``Q(u, .)`` (float32 bitcast to int32; float64 to int64 under x64) in the
-last A, so a step reads them with one gather and an episode writes them with one
-scatter. ``N(u) = sum_a N(u, a)``; u is in its player's tree iff ``N(u) > 0`` (the
-expanded node is updated in the same episode), so the in-tree mask is derived, not
-stored. The walk is the shared trajectory walk of ``jaxcfr._sampling`` (the one
-outcome sampling uses): two node gathers and one statistics gather per depth.
+row of an integer table ``stats [I, 3A]``: ``N(u, .)`` in the first A columns, then the
+bits (float32 bitcast to int32; float64 to int64 under x64) of ``Q(u, .)`` and of its
+compensation ``Q_lo(u, .)``, so a step reads them with one gather and an episode writes
+them with one scatter.
+
+Q is a compensated incremental mean (:func:`mean_update`): the mean is the unevaluated
+sum ``Q + Q_lo`` of two floats, each increment ``(r - Q - Q_lo) / N`` is added with an
+error-free two-sum and the rounding error is kept in ``Q_lo``. The plain float32
+``Q += (r - Q) / N`` loses up to half an ulp of Q per update in a systematic direction
+once the increment is a few ulps (N ~ 1e6), and the lost amounts add up linearly in N
+(docs/mcts.md: 1.6e-5 after 4e6 updates of a mean -1/7 sequence); compensated, the error
+stays about one rounding of ``(r - Q) / N``, which later updates shrink by n / N, so it
+is bounded by ~1 ulp of |r - Q| whatever N (``tests/test_mcts.py``). Selection reads Q
+(the float nearest the mean).
+
+``N(u) = sum_a N(u, a)``; u is in its player's tree iff ``N(u) > 0`` (the expanded
+node is updated in the same episode), so the in-tree mask is derived, not stored. The walk
+is the shared trajectory walk of ``jaxcfr._sampling`` (the one outcome sampling uses):
+two node gathers and one statistics gather per depth.
 
 Randomness: per depth one uniform for the sampled child (chance outcome, rollout,
 UCB with random tie-breaking among the maximizers, or the average-policy draw; all
@@ -50,8 +62,9 @@ _INT_OF = {jnp.dtype(jnp.float32): jnp.int32, jnp.dtype(jnp.float64): jnp.int64}
 class MCTSState(NamedTuple):
     """State of UCT / Smooth UCT self-play (one run; ``jax.vmap`` over keys for many).
 
-    stats: [I, 2A] int32 (int64 for float64 games): ``N(u, a)`` in columns ``:A``,
-      the bits of ``Q(u, a)`` in columns ``A:`` (read them with ``.visits``, ``.q``).
+    stats: [I, 3A] int32 (int64 for float64 games): ``N(u, a)`` in columns ``:A``,
+      the bits of ``Q(u, a)`` in columns ``A:2A`` and of its compensation ``Q_lo(u, a)``
+      in ``2A:`` (read them with ``.visits``, ``.q``, ``.q_lo``).
     iteration: [] int32, completed episodes.
 
     Derived views: ``visits`` [I, A] ``N(u, a)``; ``q`` [I, A] ``Q(u, a)`` (game float
@@ -64,11 +77,17 @@ class MCTSState(NamedTuple):
 
     @property
     def visits(self) -> jax.Array:
-        return self.stats[..., : self.stats.shape[-1] // 2]
+        return self.stats[..., : self.stats.shape[-1] // 3]
 
     @property
     def q(self) -> jax.Array:
-        return _q_of(self.stats[..., self.stats.shape[-1] // 2 :])
+        A = self.stats.shape[-1] // 3
+        return _q_of(self.stats[..., A : 2 * A])
+
+    @property
+    def q_lo(self) -> jax.Array:
+        A = self.stats.shape[-1] // 3
+        return _q_of(self.stats[..., 2 * A :])
 
     @property
     def in_tree(self) -> jax.Array:
@@ -91,9 +110,9 @@ def _bits_of(q: jax.Array) -> jax.Array:
 
 
 def init_state(game: Game) -> MCTSState:
-    """Empty trees: all-zero ``stats [I, 2A]`` (N = 0, Q = 0.0), iteration 0."""
+    """Empty trees: all-zero ``stats [I, 3A]`` (N = 0, Q = Q_lo = 0.0), iteration 0."""
     dtype = _INT_OF[jnp.dtype(game.node_utility.dtype)]
-    stats = jnp.zeros((game.num_infosets, 2 * game.num_actions), dtype)
+    stats = jnp.zeros((game.num_infosets, 3 * game.num_actions), dtype)
     return MCTSState(stats, jnp.zeros((), jnp.int32))
 
 
@@ -102,10 +121,10 @@ def _check_state(game: Game, state: MCTSState) -> None:
         raise ValueError(
             f"state must be an MCTSState (from the solver's init), got {type(state).__name__}"
         )
-    want = (game.num_infosets, 2 * game.num_actions)
+    want = (game.num_infosets, 3 * game.num_actions)
     got = tuple(state.stats.shape)
     if got != want:
-        raise ValueError(f"state.stats has shape {got}, expected [I, 2A] = {want} for {game.name}")
+        raise ValueError(f"state.stats has shape {got}, expected [I, 3A] = {want} for {game.name}")
 
 
 class _Pick(NamedTuple):
@@ -115,6 +134,7 @@ class _Pick(NamedTuple):
     expand: jax.Array  # bool: the node was added to its player's tree
     n: jax.Array  # [A] N(u, .) before the episode
     q: jax.Array  # [A] Q(u, .) before the episode
+    q_lo: jax.Array  # [A] its compensation Q_lo(u, .)
 
 
 def _episode(game: Game, tables, stats, u, z, c, eta, smooth: bool):
@@ -127,7 +147,7 @@ def _episode(game: Game, tables, stats, u, z, c, eta, smooth: bool):
         if not any(kinds.players):
             return v.row, out, None
         row = stats.at[v.infoset].get(mode="promise_in_bounds")
-        n, q = row[:A], _q_of(row[A:])
+        n, q, q_lo = row[:A], _q_of(row[A : 2 * A]), _q_of(row[2 * A :])
         n_u = jnp.sum(n)
         nf = n.astype(dtype)
         if kinds.players[0] and kinds.players[1]:
@@ -150,15 +170,35 @@ def _episode(game: Game, tables, stats, u, z, c, eta, smooth: bool):
         if kinds.chance:
             probs = jnp.where(v.code == CHANCE, v.row, probs)
         out = (out[0] | (expand & (v.player == 0)), out[1] | (expand & (v.player == 1)))
-        return probs, out, _Pick(update, expand, n, q)
+        return probs, out, _Pick(update, expand, n, q, q_lo)
 
     no = jnp.zeros((), bool)
     steps, utility, _ = smp.sample_walk(game, tables, u, choose, carry=(no, no))
     return steps, utility
 
 
+def _two_sum(a, b):
+    """(s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth's TwoSum)."""
+    s = a + b
+    bp = s - a
+    return s, (a - (s - bp)) + (b - bp)
+
+
+def mean_update(q, q_lo, r, n):
+    """One step of the compensated incremental mean: the mean ``q + q_lo`` of n - 1
+    values, the n-th value ``r`` -> the mean of n values as ``(q', q_lo')``, ``q'`` the
+    float nearest to ``q' + q_lo'``. Elementwise; ``n`` >= 1 in ``q``'s dtype.
+
+    inc = (r - q - q_lo) / n; (s, e) = TwoSum(q, inc); (q', q_lo') = TwoSum(s, q_lo + e).
+    With ``q_lo = 0`` kept at 0 this would be the plain ``q += (r - q) / n``.
+    """
+    inc = ((r - q) - q_lo) / n
+    s, e = _two_sum(q, inc)
+    return _two_sum(s, q_lo + e)
+
+
 def _rows(game: Game, steps, utility):
-    """UPDATE as rows to write: (rows [R] int32, new stats rows [R, 2A]); rows not to
+    """UPDATE as rows to write: (rows [R] int32, new stats rows [R, 3A]); rows not to
     write are ``I`` (dropped)."""
     I, A = game.num_infosets, game.num_actions  # noqa: E741
     rows, values = [], []
@@ -169,9 +209,10 @@ def _rows(game: Game, steps, utility):
         r = jnp.where(v.player == 0, utility, -utility)
         hit = jnp.arange(A, dtype=s.k.dtype) == s.k
         n = pick.n + hit.astype(pick.n.dtype)
-        q = jnp.where(hit, pick.q + (r - pick.q) / jnp.maximum(n, 1).astype(pick.q.dtype), pick.q)
+        hi, lo = mean_update(pick.q, pick.q_lo, r, jnp.maximum(n, 1).astype(pick.q.dtype))
+        q, q_lo = jnp.where(hit, hi, pick.q), jnp.where(hit, lo, pick.q_lo)
         rows.append(jnp.where(pick.update, v.infoset, I))
-        values.append(jnp.concatenate([n, _bits_of(q)]))
+        values.append(jnp.concatenate([n, _bits_of(q), _bits_of(q_lo)]))
     return jnp.stack(rows), jnp.stack(values)
 
 

@@ -111,7 +111,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma):
         k = smp.sample_index(probs, u[d])
         sigma_k = smp.select(probs, k)
         rec = _Rec(tree | new, row, v.player, k, v.legal, p, sigma_k)
-        return k, playout | new, rec
+        return k, smp.materialize(playout | new), rec
 
     return smp.walk(game, tables, step, jnp.zeros((), bool))
 
@@ -189,8 +189,9 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
         def body(t, st):
             u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), st.visits.dtype)
             m = jnp.minimum((u[D] * paths.count).astype(jnp.int32), paths.count - 1)
+            u, slot = smp.materialize((u, paths.slot[:, m]))  # once, not in every kernel
             records, _, utility = _sample(
-                game, tables, st, u, paths.slot[:, m], paths.depth, selection, c_uct, gamma
+                game, tables, st, u, slot, paths.depth, selection, c_uct, gamma
             )
             rows, nv, vv, sv = _rows(game, records, utility, selection, max_u)
             return ISMCTSState(

@@ -157,7 +157,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         node = tree | new
         rec = _Rec(node & own, node & ~own, row, k, v.legal, sigma, sig_k, c.pi_o, q, f)
         added = jnp.where(new, row, c.added)
-        return k, _Carry(s1, s2, pi_o, c.playout | new, added, lo, hi), rec
+        return k, smp.materialize(_Carry(s1, s2, pi_o, c.playout | new, added, lo, hi)), rec
 
     start = jnp.asarray(inv_w, dtype)
     zero = jnp.zeros((), jnp.int32)
@@ -296,7 +296,7 @@ def _iterate(game, tables, state, stream, target, inv_w, hyper):
     delta = hyper[1]
     D = game.meta.max_depth
     seed, t = stream
-    u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), state.regrets.dtype)
+    u = smp.materialize(smp.stream_uniforms(seed, t * (D + 1), (D + 1,), state.regrets.dtype))
     i = state.iteration % 2
     targeted = u[D] < delta
     records, carry, utility = _sample(game, tables, state, u, i, targeted, target, inv_w, hyper)

@@ -1,0 +1,97 @@
+"""One search bot's cost per simulation and compile cost, in process CPU time.
+
+``python -m experiments.benchmarks search_step [--games ld,leduc] [--bots uct,rm,pst]
+[--iterations 2000]``
+
+For each game and bot: one ``jax.jit(bot.search)`` from the root on a single searcher.
+Reports the compile CPU seconds, the CPU milliseconds of a call with 0 iterations (the
+per-call work: node tables, target paths, w_T), the CPU microseconds per simulation
+(``(t(N) - t(0)) / N``, min of 3 calls each) and the size of the compiled loop body
+(fusion kernels and HLO lines inside them, the quantity the 2026-11 fix cut). CPU time
+(``time.process_time``), not wall time, so a machine loaded by other jobs distorts it
+less; run it at two commits to compare them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+
+import jax
+import jax.numpy as jnp
+
+import games_tensor as gt
+import jaxcfr
+
+GAMES = {
+    "ld": ("liars_dice", {}),
+    "leduc": ("leduc_poker", {}),
+    "iigs6": ("ii_goofspiel", {"num_cards": 6}),
+}
+BOTS = {
+    "uct": lambda: jaxcfr.ismcts("uct"),
+    "rm": lambda: jaxcfr.ismcts("rm"),
+    "pst": lambda: jaxcfr.oos("pst"),
+    "ist": lambda: jaxcfr.oos("ist"),
+}
+
+
+def _body_size(hlo: str) -> tuple[int, int]:
+    """(fusion kernels, HLO lines inside them) of the largest while-loop body."""
+    comps = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^(?:ENTRY )?(%[\w.\-]+) \(.*?\{\n(.*?)\n\}", hlo, re.S | re.M)
+    }
+    bodies = set(re.findall(r"body=(%[\w.\-]+)", hlo))
+    body = max((comps.get(b, "") for b in bodies), key=len, default="")
+    called = re.findall(r"calls=(%[\w.\-]+)", body)
+    return len(called), sum(comps.get(c, "").count("\n") + 1 for c in called)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--games", default="ld,leduc")
+    ap.add_argument("--bots", default="uct,rm,pst")
+    ap.add_argument("--iterations", type=int, default=2000)
+    args = ap.parse_args(argv)
+    view = jaxcfr.root_view()
+    print(
+        "| game | bot | compile CPU s | per call CPU ms | per simulation CPU us | "
+        "body kernels | body HLO lines |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for g in args.games.split(","):
+        name, params = GAMES[g]
+        game = gt.load(name, **params)
+        for b in args.bots.split(","):
+            bot = BOTS[b]()
+            if b == "pst" and g == "iigs6":
+                continue
+            state = bot.init(game)
+            run = jax.jit(bot.search)
+            t0 = time.process_time()
+            compiled = run.lower(game, state, view, jax.random.key(0), jnp.int32(1)).compile()
+            comp = time.process_time() - t0
+            kernels, lines = _body_size(compiled.as_text())
+            cost = {}
+            for n in (0, args.iterations):
+                ts = []
+                for r in range(3):
+                    t0 = time.process_time()
+                    state = jax.block_until_ready(
+                        compiled(game, state, view, jax.random.key(r), jnp.int32(n))
+                    )
+                    ts.append(time.process_time() - t0)
+                cost[n] = min(ts)
+            per_sim = (cost[args.iterations] - cost[0]) / args.iterations
+            print(
+                f"| {g} | {bot.name} | {comp:.1f} | {cost[0] * 1e3:.1f} | {per_sim * 1e6:.1f} | "
+                f"{kernels} | {lines:,} |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
