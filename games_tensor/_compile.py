@@ -25,7 +25,12 @@ import numpy as np
 
 from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta
 from games_tensor._rules import Rules
-from games_tensor._table import level_children, level_parent_positions, table_slots
+from games_tensor._table import (
+    block_positions,
+    level_children,
+    level_parent_positions,
+    table_slots,
+)
 
 DEFAULT_MAX_HISTORIES = 12_000_000
 # Rough peak memory per history during the walk and layout (Python records + arrays).
@@ -493,6 +498,23 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         host=host,
     )
     i32 = np.int32
+    starts = (0, per_player[0])
+
+    def own(seq, p):  # positions in player p's own [A, n_p] block
+        return jnp.asarray(block_positions(seq, starts[p], per_player[p], n_inf, A))
+
+    parent_own = np.concatenate(
+        [
+            block_positions(
+                parent_seq[starts[p] : starts[p] + per_player[p]],
+                starts[p],
+                per_player[p],
+                n_inf,
+                A,
+            )
+            for p in (0, 1)
+        ]
+    )
     game = Game(
         legal_mask=jnp.asarray(legal_mask),
         legal_uniform=jnp.asarray(legal_mask / legal_mask.sum(axis=1, keepdims=True), dtype=fdt),
@@ -512,6 +534,11 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         sf_slot1=jnp.asarray(table_slots(sf_seq1, n_inf, A)),
         block_row_slots=jnp.asarray(table_slots(blocks[0], n_inf, A)),
         block_col_slots=jnp.asarray(table_slots(blocks[1], n_inf, A)),
+        parent_own=jnp.asarray(parent_own),
+        sf_own0=own(sf_seq0, 0),
+        sf_own1=own(sf_seq1, 1),
+        block_row_own=own(blocks[0], 0),
+        block_col_own=own(blocks[1], 1),
         node_player=jnp.asarray(node_player.astype(i32)),
         node_infoset=jnp.asarray(node_infoset),
         node_children=jnp.asarray(node_children),

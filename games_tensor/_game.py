@@ -113,6 +113,11 @@ _DATA_FIELDS = (
     "sf_slot1",
     "block_row_slots",
     "block_col_slots",
+    "parent_own",
+    "sf_own0",
+    "sf_own1",
+    "block_row_own",
+    "block_col_own",
     "node_player",
     "node_infoset",
     "node_children",
@@ -155,6 +160,13 @@ class Game:
     sf_slot1: jax.Array  # [Zs] int32: table position of sf_seq1
     block_row_slots: jax.Array  # [G, R] int32: table positions of block_rows
     block_col_slots: jax.Array  # [G, C] int32: table positions of block_cols
+    # --- the same sequences as positions in their owner's flattened [A, n_p] block
+    #     (games_tensor._table.block_positions; empty -> A*n_p, padding -> A*n_p + 1) ---
+    parent_own: jax.Array  # [I] int32: parent_seq in the owner's block
+    sf_own0: jax.Array  # [Zs] int32: sf_seq0 in P1's block
+    sf_own1: jax.Array  # [Zs] int32: sf_seq1 in P2's block
+    block_row_own: jax.Array  # [G, R] int32: block_rows in P1's block
+    block_col_own: jax.Array  # [G, C] int32: block_cols in P2's block
     # --- history tree (breadth-first level layout) ---
     node_player: jax.Array  # [H] int32: 0, 1, CHANCE (-1) or TERMINAL (-4)
     node_infoset: jax.Array  # [H] int32: infoset id at player nodes, -1 elsewhere

@@ -23,6 +23,23 @@ def table_slots(seq: np.ndarray, num_infosets: int, num_actions: int) -> np.ndar
     return np.where(seq < n * A + 1, slot, A * (n + 1)).astype(np.int32)
 
 
+def block_positions(seq: np.ndarray, start: int, size: int, num_infosets: int, num_actions: int):
+    """Flat sequence ids of one player's sequences -> positions in that player's own
+    flattened ``[A, n_p]`` block (infosets ``start:start + size``): ``a * n_p + i - start``
+    for sequence ``i*A + a``; the empty sequence (``I*A``) -> ``A*n_p`` and padding
+    (``> I*A``) -> ``A*n_p + 1``, both out of the block, so a gather with
+    ``fill_value=1`` reads the empty sequence's plan 1 (padding entries have zero
+    payoff) and a scatter into ``A*n_p + 1`` segments keeps the empty sequence's sum
+    last and drops padding. The kernel gathers the opponent's plan and scatters its
+    own values through these, without building the ``[A, I + 1]`` table."""
+    seq = np.asarray(seq, dtype=np.int64)
+    A, n = num_actions, size
+    empty = num_infosets * A
+    pos = (seq % A) * n + seq // A - start
+    pos = np.where(seq == empty, A * n, np.where(seq > empty, A * n + 1, pos))
+    return pos.astype(np.int32)
+
+
 def level_parent_positions(parent_seq: np.ndarray, infoset_levels, num_actions: int) -> np.ndarray:
     """``[I]``: for each infoset below the first level of its player, the position of
     its parent sequence in the flattened ``[A, n]`` block of the previous level

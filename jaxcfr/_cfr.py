@@ -147,7 +147,8 @@ def _player_update(
     game,
     policy,
     full_policy,
-    table,
+    opp_plan,
+    own_plan,
     player,
     blocks,
     t,
@@ -158,7 +159,7 @@ def _player_update(
 ):
     """New ``[A, n_p]`` (regrets, strategy_sum, prediction) of ``player`` from its policy
     block, the same block expanded to the full infosets (``full_policy``, ``policy``
-    itself without abstraction) and the ``[A, I + 1]`` plan table of the profile.
+    itself without abstraction), the opponent's ``[A, n_{-p}]`` plan block and its own.
 
     With an abstract ``view``, blocks are ``[A, m_p]``: the full game's instantaneous
     regrets and the player's own reach ``pi_p(I)`` are summed into the abstract
@@ -167,12 +168,12 @@ def _player_update(
     full average's increment from the plan table, each raised XLA's estimate of the
     bytes the update accesses on DRP-IR: ``compiled.cost_analysis()``.)"""
     regrets, ssum, pred = blocks[:3]
-    g = sf.terminal_values(game, table, player)
-    bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy)
+    g, g_root = sf.own_terminal_values(game, opp_plan, player)
+    bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy, g_root)
     mask = sf.legal_block(game, player)
     inst = jnp.where(mask, bu.action_values - over_actions(bu.infoset_values, mask.shape), 0.0)
     w, decay = weight(t)
-    reach = sf.own_reach(game, table, player)
+    reach = sf.own_reach_block(game, own_plan, player)
     full = []
     if isinstance(view, abst.AbstractView):
         plan = over_actions(w * reach, mask.shape) * full_policy  # w pi_p(I) sigma(I, a)
@@ -260,13 +261,17 @@ def make_cfr_solver(
         pieces = (t, regret_update, weight, predictive, view)
         policy = [_policy(game, p, blocks[p][0], blocks[p][2], predictive, view) for p in (0, 1)]
         full_policy = [view.expand(game, p, policy[p]) for p in (0, 1)]  # one gather each
+        plan0 = sf.plan_block(game, full_policy[0], 0)
         plan1 = sf.plan_block(game, full_policy[1], 1)
-        table = sf.plan_table(sf.plan_block(game, full_policy[0], 0), plan1)
-        blocks[0] = _player_update(game, policy[0], full_policy[0], table, 0, blocks[0], *pieces)
+        blocks[0] = _player_update(
+            game, policy[0], full_policy[0], plan1, plan0, 0, blocks[0], *pieces
+        )
         if alternating:  # P2 sees P1's new policy; P2's plan block is unchanged
             policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive, view)
-            table = sf.plan_table(sf.plan_block(game, view.expand(game, 0, policy0), 0), plan1)
-        blocks[1] = _player_update(game, policy[1], full_policy[1], table, 1, blocks[1], *pieces)
+            plan0 = sf.plan_block(game, view.expand(game, 0, policy0), 0)
+        blocks[1] = _player_update(
+            game, policy[1], full_policy[1], plan0, plan1, 1, blocks[1], *pieces
+        )
         new = [jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True)]
         if not predictive:  # the prediction stays zero: pass it through untouched
             new[2] = state.prediction

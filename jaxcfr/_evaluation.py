@@ -157,9 +157,10 @@ class CounterfactualValues(NamedTuple):
 
 def _player_passes(game: Game, policy: jax.Array, player: int, combines):
     """Bottom-up passes of ``player`` (one per combine) against the profile ``policy``."""
-    blocks, table = sf.profile_table(game, policy)
-    g = sf.terminal_values(game, table, player)
-    return [sf.bottom_up(game, g, player, blocks[player], c) for c in combines]
+    blocks = sf.policy_blocks(game, policy)
+    opp_plan = sf.plan_block(game, blocks[1 - player], 1 - player)
+    g, g_root = sf.own_terminal_values(game, opp_plan, player)
+    return [sf.bottom_up(game, g, player, blocks[player], c, g_root) for c in combines]
 
 
 def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValues:
@@ -202,15 +203,13 @@ def best_response_values(game: Game, policy) -> jax.Array:
 def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
     """``[2]`` best-response values for a policy already normalized (no host checks;
     for use inside jitted loops such as the runner)."""
-    blocks, table = sf.profile_table(game, policy)
-    return jnp.stack(
-        [
-            sf.bottom_up(
-                game, sf.terminal_values(game, table, p), p, blocks[p], sf.combine_max
-            ).root_value
-            for p in (0, 1)
-        ]
-    )
+    blocks = sf.policy_blocks(game, policy)
+    plans = [sf.plan_block(game, blocks[p], p) for p in (0, 1)]
+    values = []
+    for p in (0, 1):
+        g, g_root = sf.own_terminal_values(game, plans[1 - p], p)
+        values.append(sf.bottom_up(game, g, p, blocks[p], sf.combine_max, g_root).root_value)
+    return jnp.stack(values)
 
 
 def nash_conv(game: Game, policy) -> jax.Array:

@@ -37,9 +37,25 @@ import jax
 import jax.numpy as jnp
 
 from games_tensor import Game
-from jaxcfr._solver import normalize_rows, over_actions, rounded, sum_actions, tree_sum
+from jaxcfr._solver import (
+    materialized,
+    normalize_rows,
+    over_actions,
+    rounded,
+    sum_actions,
+    tree_sum,
+)
 
 NEG_INF = -jnp.inf
+
+
+def take(x: jax.Array, index: jax.Array, fill_value=None) -> jax.Array:
+    """``x[index]`` for compiled, non-negative positions: no negative-index wrapping
+    (a select over the whole index array that XLA re-runs every iteration); positions
+    out of bounds read ``fill_value`` (they must be in bounds when it is None)."""
+    if fill_value is None:
+        return x.at[index].get(mode="promise_in_bounds", wrap_negative_indices=False)
+    return x.at[index].get(mode="fill", fill_value=fill_value, wrap_negative_indices=False)
 
 
 def _levels(game: Game, player: int):
@@ -72,7 +88,7 @@ def plan_block(game: Game, policy_p: jax.Array, player: int) -> jax.Array:
         if prev is None:
             cur = pol
         else:
-            cur = over_actions(prev[game.parent_local[start:end]], pol.shape) * pol
+            cur = over_actions(take(prev, game.parent_local[start:end]), pol.shape) * pol
         pieces.append(cur)
         prev = cur.reshape(-1)
     if not pieces:
@@ -99,9 +115,47 @@ def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
     return jnp.concatenate([table[:, :-1].T.reshape(-1), table[:1, -1]])
 
 
+def own_reach_block(game: Game, plan_p: jax.Array, player: int) -> jax.Array:
+    """``[n_p]``: ``player``'s own reach x_p(parent_seq(i)) to each of its infosets, read
+    from its own ``[A, n_p]`` plan block (``game.parent_own``; the empty sequence: 1)."""
+    return take(plan_p.reshape(-1), game.parent_own[game.player_slice(player)], 1.0)
+
+
+def own_terminal_values(game: Game, opp_plan: jax.Array, player: int):
+    """``g_p`` on ``player``'s own sequences, from the opponent's ``[A, n_{-p}]`` plan block
+    alone (no ``[A, I + 1]`` table): returns ``(g [A, n_p], g_root)``, ``g_root`` the sum
+    over payoff entries at ``player``'s empty sequence. The same sums as
+    :func:`terminal_values` through ``game.sf_own0`` / ``block_row_own`` ... (positions in
+    each player's own block, ``games_tensor._table.block_positions``): the scatter fills
+    only ``A * n_p + 1`` slots."""
+    A = game.num_actions
+    n = game.meta.infosets_per_player[player]
+    flat = opp_plan.reshape(-1)
+    if game.meta.num_payoff_blocks:
+        pay = game.block_payoff.astype(opp_plan.dtype)
+        # padding rows / columns read 1 (the fill of the empty sequence); their payoff is 0
+        if player == 0:
+            opp = take(flat, game.block_col_own, 1.0)
+            vals = sum(rounded(pay[:, :, c] * opp[:, c, None]) for c in range(pay.shape[2]))
+            own = game.block_row_own
+        else:
+            opp = take(flat, game.block_row_own, 1.0)
+            vals = -sum(rounded(pay[:, r, :] * opp[:, r, None]) for r in range(pay.shape[1]))
+            own = game.block_col_own
+        contrib, own = vals.reshape(-1), own.reshape(-1)
+    else:
+        if player == 0:
+            own, opp, sign = game.sf_own0, game.sf_own1, 1.0
+        else:
+            own, opp, sign = game.sf_own1, game.sf_own0, -1.0
+        contrib = rounded(take(flat, opp, 1.0) * (sign * game.sf_payoff).astype(flat.dtype))
+    g = jax.ops.segment_sum(contrib, own, num_segments=A * n + 1)
+    return g[: A * n].reshape(A, n), g[A * n]
+
+
 def own_reach(game: Game, table: jax.Array, player: int) -> jax.Array:
     """``[n_p]``: ``player``'s own reach x_p(parent_seq(i)) to each of its infosets."""
-    return table.reshape(-1)[game.parent_slot[game.player_slice(player)]]
+    return take(table.reshape(-1), game.parent_slot[game.player_slice(player)])
 
 
 def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
@@ -117,11 +171,11 @@ def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
     if game.meta.num_payoff_blocks:
         pay = game.block_payoff.astype(table.dtype)
         if player == 0:
-            opp = flat.at[game.block_col_slots].get(mode="fill", fill_value=0.0)
+            opp = take(flat, game.block_col_slots, 0.0)
             vals = sum(rounded(pay[:, :, c] * opp[:, c, None]) for c in range(pay.shape[2]))
             own = game.block_row_slots
         else:
-            opp = flat.at[game.block_row_slots].get(mode="fill", fill_value=0.0)
+            opp = take(flat, game.block_row_slots, 0.0)
             vals = -sum(rounded(pay[:, r, :] * opp[:, r, None]) for r in range(pay.shape[1]))
             own = game.block_col_slots
         contrib, own = vals.reshape(-1), own.reshape(-1)
@@ -130,7 +184,7 @@ def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
             own, opp, sign = game.sf_slot0, game.sf_slot1, 1.0
         else:
             own, opp, sign = game.sf_slot1, game.sf_slot0, -1.0
-        contrib = rounded(flat[opp] * (sign * game.sf_payoff).astype(table.dtype))
+        contrib = rounded(take(flat, opp, 0.0) * (sign * game.sf_payoff).astype(table.dtype))
     g = jax.ops.segment_sum(contrib, own, num_segments=flat.shape[0])
     return g.reshape(table.shape)
 
@@ -163,7 +217,7 @@ def _child_sums(game: Game, player: int, d: int, val: jax.Array) -> jax.Array:
         return sums.reshape(A, n_prev)
     offset = _child_table_offset(game, player, d)
     table = game.level_children[offset : offset + K * A * n_prev].reshape(K, A, n_prev)
-    return sum(val.at[table[k]].get(mode="fill", fill_value=0.0) for k in range(K))
+    return sum(take(val, table[k], 0.0) for k in range(K))
 
 
 class BottomUp(NamedTuple):
@@ -185,7 +239,7 @@ Combine = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 def combine_policy(values, mask, policy):
     """value(i) = sum_a policy(a, i) v(a, i) (``[A, n]`` -> ``[n]``)."""
-    return sum_actions(jnp.where(mask, rounded(values * policy), 0.0), axis=0)
+    return materialized(sum_actions(jnp.where(mask, rounded(values * policy), 0.0), axis=0))
 
 
 def combine_max(values, mask, policy):
@@ -195,10 +249,17 @@ def combine_max(values, mask, policy):
 
 
 def bottom_up(
-    game: Game, g: jax.Array, player: int, policy_p: jax.Array, combine: Combine
+    game: Game,
+    g: jax.Array,
+    player: int,
+    policy_p: jax.Array,
+    combine: Combine,
+    root_g: jax.Array | None = None,
 ) -> BottomUp:
-    """Accumulate terminal values ``g`` (an ``[A, I + 1]`` table) up the player's
-    sequence tree. ``policy_p`` is the player's ``[A, n_p]`` policy block.
+    """Accumulate terminal values ``g`` up the player's sequence tree: ``g`` is an
+    ``[A, I + 1]`` table (:func:`terminal_values`), or, with ``root_g``, the player's own
+    ``[A, n_p]`` block and its empty-sequence sum (:func:`own_terminal_values`).
+    ``policy_p`` is the player's ``[A, n_p]`` policy block.
 
     ``combine(v [A, n], mask [A, n], policy [A, n]) -> [n]`` turns action values
     into infoset values (:func:`combine_policy` or :func:`combine_max`).
@@ -212,7 +273,7 @@ def bottom_up(
     for d in range(len(levels) - 1, -1, -1):
         start, end = levels[d]
         cols = _local(game, player, start, end)
-        v = g[:, start:end]
+        v = g[:, cols] if root_g is not None else g[:, start:end]
         if child is not None:
             v = v + child
         mask = mask_p[:, cols]
@@ -221,7 +282,8 @@ def bottom_up(
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
             child = _child_sums(game, player, d, val)
-    root = g[0, game.num_infosets] + (tree_sum(infoset_vals[0]) if levels else 0.0)
+    root_g = g[0, game.num_infosets] if root_g is None else root_g
+    root = root_g + (tree_sum(infoset_vals[0]) if levels else 0.0)
     if not levels:
         return BottomUp(jnp.zeros((A, 0), g.dtype), jnp.zeros((0,), g.dtype), root)
     return BottomUp(jnp.concatenate(action_vals, axis=1), jnp.concatenate(infoset_vals), root)

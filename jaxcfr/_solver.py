@@ -256,6 +256,16 @@ def sum_actions(x: jax.Array, axis: int = -1) -> jax.Array:
     return total
 
 
+def materialized(x: jax.Array) -> jax.Array:
+    """``x`` computed once into its own buffer (an XLA optimization barrier).
+
+    For per-infoset sums over actions that are then broadcast back over the actions
+    (regret matching's normalizer, an infoset's value): without it XLA:CPU fuses the sum
+    into the ``[A, n]`` consumer and recomputes it for every action (A times the work;
+    on LD(1,1), A = 13, those fusions took a third of an iteration)."""
+    return jax.lax.optimization_barrier(x)
+
+
 def rounded(x: jax.Array) -> jax.Array:
     """``x`` kept as a separately rounded value: a product passed through it is never
     fused with a following add.
@@ -298,7 +308,7 @@ def normalize_rows(
     if uniform is None:
         uniform = legal_mask / expand(jnp.sum(legal_mask, axis=axis))
     w = jnp.where(legal_mask, weights, 0.0)
-    total = sum_actions(w, axis=axis)
+    total = materialized(sum_actions(w, axis=axis))
     # times the reciprocal, explicitly: XLA rewrites some divisions by a broadcast sum
     # into that (1 ulp from w / total) and not others, depending on the fusion, which
     # depends on the batch shape

@@ -273,3 +273,33 @@ def test_different_games_never_share_metadata():
     assert a.name == b.name and a.params == b.params
     assert a.meta != b.meta
     assert gt.compile(Left()).meta == a.meta
+
+
+def test_own_block_positions(game):
+    """Positions in each player's own flattened [A, n_p] block (``parent_own``,
+    ``sf_own0/1``, ``block_row_own/col_own``) address the same sequences as the flat ids:
+    a block with entry [a, j] = id of sequence (start_p + j)*A + a, followed by the empty
+    sequence and a padding marker, read at each stored position gives back the id."""
+    A, S = game.num_actions, game.num_sequences
+
+    def own_block(p):
+        sl = game.player_slice(p)
+        ids = np.arange(sl.start, sl.stop)[None, :] * A + np.arange(A)[:, None]
+        return np.append(ids.reshape(-1), [game.empty_sequence, -1])
+
+    def expect(seq):
+        return np.where(seq < S, seq, -1)
+
+    for p, (own, seqs) in enumerate([("sf_own0", "sf_seq0"), ("sf_own1", "sf_seq1")]):
+        got = own_block(p)[_np(getattr(game, own))]
+        np.testing.assert_array_equal(got, expect(_np(getattr(game, seqs))), err_msg=own)
+    for p, (own, seqs) in enumerate(
+        [("block_row_own", "block_rows"), ("block_col_own", "block_cols")]
+    ):
+        if game.meta.num_payoff_blocks:
+            got = own_block(p)[_np(getattr(game, own))]
+            np.testing.assert_array_equal(got, expect(_np(getattr(game, seqs))), err_msg=own)
+    parent_own, parent_seq = _np(game.parent_own), _np(game.parent_seq)
+    for p in (0, 1):
+        sl = game.player_slice(p)
+        np.testing.assert_array_equal(own_block(p)[parent_own[sl]], parent_seq[sl])

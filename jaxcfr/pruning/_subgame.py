@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
-from games_tensor._table import level_parent_positions, table_slots
+from games_tensor._table import block_positions, level_parent_positions, table_slots
 from jaxcfr import _sequence_form as sf
 from jaxcfr._solver import (
     Solver,
@@ -250,6 +250,14 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         host={},
     )
     i32 = lambda x: jnp.asarray(np.asarray(x), jnp.int32)  # noqa: E731
+    starts = (0, sizes[0])
+
+    def own(seq, p):  # positions in player p's own [A, n_p] block (the kernel's own layout)
+        return block_positions(seq, starts[p], sizes[p], n_new, A)
+
+    own_parent = np.concatenate(
+        [own(np.asarray(par_new)[starts[p] : starts[p] + sizes[p]], p) for p in (0, 1)]
+    )
     no_i = jnp.zeros((0, 1), jnp.int32)
     small = dataclasses.replace(
         game,
@@ -271,6 +279,11 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         sf_slot1=i32(table_slots(s1, n_new, A)),
         block_row_slots=no_i,
         block_col_slots=no_i,
+        parent_own=i32(own_parent),
+        sf_own0=i32(own(s0, 0)),
+        sf_own1=i32(own(s1, 1)),
+        block_row_own=no_i,
+        block_col_own=no_i,
         meta=meta,
     )
     return Layout(small, rows.astype(np.int32), n_z)
