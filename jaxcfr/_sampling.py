@@ -247,6 +247,17 @@ def num_slots(game) -> int:
     return game.meta.max_children
 
 
+def step_compiler_options() -> dict:
+    """XLA options for jitting search on a step-form game: on CPU, the old fusion
+    emitters (``xla_cpu_use_fusion_emitters=False``). jaxlib 0.10.2's new XLA:CPU
+    fusion emitters fail to compile OOS and ISMCTS on the step form ("UNKNOWN: Unknown
+    MLIR failure"; the compiled form is unaffected). Pass as
+    ``jax.jit(..., compiler_options=step_compiler_options())``; the match engine does."""
+    if jax.default_backend() == "cpu":
+        return {"xla_cpu_use_fusion_emitters": False}
+    return {}
+
+
 def read_step(game: StepGame, state, width: int) -> NodeView:
     """The :class:`NodeView` of a step-form state (see its docstring): ``row`` the
     chance probabilities (chance nodes), the legal mask (player nodes) or ones on the
@@ -258,9 +269,6 @@ def read_step(game: StepGame, state, width: int) -> NodeView:
     filler = pad_actions(jnp.ones((game.num_actions,), dtype), width)
     chance = pad_actions(game.chance_probs(state), width)
     row = jnp.where(raw == CHANCE, chance, jnp.where(raw >= 0, legal_f, filler))
-    # a fusion barrier between the rules and the bots: without it XLA:CPU (jaxlib
-    # 0.10.2) fails to compile OOS on the step form ("Unknown MLIR failure")
-    raw, legal, row = jax.lax.optimization_barrier((raw, legal, row))
     player = jnp.maximum(raw, 0)
     zero = jnp.zeros((), jnp.int32)
     return NodeView(

@@ -17,6 +17,7 @@ import pytest
 import games_tensor
 import games_tensor.step as gs
 import jaxcfr
+from jaxcfr import _sampling as smp
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -34,6 +35,12 @@ def _state_after(game, moves):
     return s
 
 
+def _search(bot):
+    """``bot.search`` jitted for the step form (see ``step_compiler_options``)."""
+    opts = smp.step_compiler_options() or None
+    return jax.jit(bot.search, static_argnums=(0, 4), compiler_options=opts)
+
+
 def _bots_under_test(capacity):
     return [
         jaxcfr.oos("ist", capacity=capacity),
@@ -47,7 +54,10 @@ def test_max_utility_matches_the_compiled_games():
     for name, params in [
         ("liars_dice", LD11),
         ("ii_goofspiel", {"num_cards": 4}),
-        ("generic_poker", {"num_types": 3, "cards_per_type": 3, "max_raises": 2, "num_bet_sizes": 2}),
+        (
+            "generic_poker",
+            {"num_types": 3, "cards_per_type": 3, "max_raises": 2, "num_bet_sizes": 2},
+        ),
     ]:
         compiled = games_tensor.load(name, **params)
         expect = float(np.max(np.abs(compiled.meta.host["node_utility"])))
@@ -61,7 +71,7 @@ def test_full_table_counts_refusals_and_still_plays_legal_moves(bot_index):
     # P1 rolled 3, P2 rolled 5, P1 bid 0 (one 1): P2 to move; bids 1.. and liar are legal
     state = _state_after(game, [2, 4, 0])
     view = _bots.step_view_of(game, state)
-    st = jax.jit(bot.search, static_argnums=(0, 4))(game, bot.init(game), view, jax.random.key(3), 200)
+    st = _search(bot)(game, bot.init(game), view, jax.random.key(3), 200)
     assert int(st.table.size) == 2  # both rows used
     assert int(tbl.refusals(st)) > 0  # and further infosets refused, counted
     probs = np.asarray(bot.policy(game, st, view))
@@ -87,7 +97,7 @@ def test_bots_see_only_their_key(bot_index):
     va, vb = _bots.step_view_of(game, a), _bots.step_view_of(game, b)
     for x, y in zip(va, vb, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-    search = jax.jit(bot.search, static_argnums=(0, 4))
+    search = _search(bot)
     sa = search(game, bot.init(game), va, jax.random.key(7), 100)
     sb = search(game, bot.init(game), vb, jax.random.key(7), 100)
     for x, y in zip(jax.tree_util.tree_leaves(sa), jax.tree_util.tree_leaves(sb), strict=True):
@@ -121,7 +131,9 @@ def test_unsupported_step_form_uses_raise_value_error():
     with pytest.raises(ValueError, match="targeting='pst'"):
         jaxcfr.oos("pst", capacity=64).init(goof)
     with pytest.raises(ValueError, match="collect"):
-        jaxcfr.play(_ld11(), jaxcfr.random_bot(), jaxcfr.random_bot(), 2, 0, jax.random.key(0), collect=0)
+        jaxcfr.play(
+            _ld11(), jaxcfr.random_bot(), jaxcfr.random_bot(), 2, 0, jax.random.key(0), collect=0
+        )
 
 
 def test_root_oos_walks_the_same_trajectories_on_both_forms():
@@ -132,21 +144,27 @@ def test_root_oos_walks_the_same_trajectories_on_both_forms():
     step = _ld11()
     bot = jaxcfr.oos(None, capacity=1 << 10)
     key = jax.random.key(11)
-    sc = jax.jit(bot.search, static_argnums=(0, 4))(compiled, bot.init(compiled), jaxcfr.root_view(), key, 300)
+    sc = jax.jit(bot.search, static_argnums=(0, 4))(
+        compiled, bot.init(compiled), jaxcfr.root_view(), key, 300
+    )
     minus = jnp.asarray(-1, jnp.int32)
     words = (step.key_words, step.public_key_words)
     root = _bots.View(minus, *(jnp.zeros((w,), jnp.uint32) for w in words), None)
-    ss = jax.jit(bot.search, static_argnums=(0, 4))(step, bot.init(step), root, key, 300)
+    ss = _search(bot)(step, bot.init(step), root, key, 300)
     tree = gs.enumerate_tree(step)
     ids = compiled.meta.host["node_infoset"]
     checked = 0
     for h in np.nonzero(ids >= 0)[0]:
         i = int(ids[h])
-        row, found = tbl.view_row(step, ss, _bots.View(None, jnp.asarray(tree.info_key[h]), None, None))
+        row, found = tbl.view_row(
+            step, ss, _bots.View(None, jnp.asarray(tree.info_key[h]), None, None)
+        )
         assert bool(found) == bool(sc.in_memory[i])
         if bool(found):
             np.testing.assert_allclose(ss.regrets[int(row)], sc.regrets[i], rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(ss.strategy_sum[int(row)], sc.strategy_sum[i], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(
+                ss.strategy_sum[int(row)], sc.strategy_sum[i], rtol=1e-5, atol=1e-6
+            )
             checked += 1
     assert checked > 10
 
@@ -160,9 +178,19 @@ def _win_rate(u):
 def test_step_form_win_rate_against_random_matches_the_compiled_game(which):
     """Same bot, budget and matches on the compiled and the step form of LD(1,1): the
     win rates against random agree within the 95% CI of their difference."""
-    make = {"oos": lambda: jaxcfr.oos("ist", capacity=1 << 10), "ismcts": lambda: jaxcfr.ismcts("uct", capacity=1 << 10)}[which]
+    make = {
+        "oos": lambda: jaxcfr.oos("ist", capacity=1 << 10),
+        "ismcts": lambda: jaxcfr.ismcts("uct", capacity=1 << 10),
+    }[which]
     n, iters = 400, 100
-    uc = jaxcfr.play(games_tensor.load("liars_dice", **LD11), make(), jaxcfr.random_bot(), n, iters, jax.random.key(1))
+    uc = jaxcfr.play(
+        games_tensor.load("liars_dice", **LD11),
+        make(),
+        jaxcfr.random_bot(),
+        n,
+        iters,
+        jax.random.key(1),
+    )
     us, refusals = jaxcfr.play(_ld11(), make(), jaxcfr.random_bot(), n, iters, jax.random.key(2))
     assert int(refusals.sum()) == 0
     (pc, sc), (ps, ss) = _win_rate(uc), _win_rate(us)

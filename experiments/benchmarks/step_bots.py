@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import games_tensor as gt
 import games_tensor.step as gs
 import jaxcfr
+from jaxcfr import _sampling as smp
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -61,7 +62,12 @@ def _rate(game, bot, batch: int, n: int, step_form: bool):
     state0 = bot.init(game)
     states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
     view = _view(game, step_form)
-    run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), static_argnums=(0, 4))
+    opts = smp.step_compiler_options() if step_form else {}
+    run = jax.jit(
+        jax.vmap(bot.search, (None, 0, None, 0, None)),
+        static_argnums=(0, 4),
+        compiler_options=opts or None,
+    )
     t0 = time.perf_counter()
     jax.block_until_ready(run(game, states, view, jax.random.split(jax.random.key(0), batch), n))
     first = time.perf_counter() - t0
@@ -104,7 +110,10 @@ def main(argv=None) -> int:
                     flush=True,
                 )
     print()
-    print("| game | bot | B | compile s | it/s | MiB/searcher | compiled LD(1,1) it/s | / goal 170k |")
+    print(
+        "| game | bot | B | compile s | it/s | MiB/searcher | compiled LD(1,1) it/s "
+        "| / goal 170k |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for label, bot, batch, comp, ips, nbytes, ref in rows:
         print(

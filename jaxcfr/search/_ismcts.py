@@ -220,9 +220,7 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
         if not smp.is_step(game) and tbl.concrete(game):
             tbl.infoset_sets(game)  # host tables, before any trace
         (visits, values, strategy_sum), in_memory, table = tbl.init_tables(game, 3, capacity)
-        return ISMCTSState(
-            visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32), table
-        )
+        return ISMCTSState(visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32), table)
 
     def search(game: Game, state: ISMCTSState, view: _bots.View, key, num_iterations):
         _bots.check_view(game, view)

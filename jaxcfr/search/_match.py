@@ -103,8 +103,21 @@ def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=No
     return (tuple(new_states), h) if collect is None else (tuple(new_states), h, acc)
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 6))
 def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
+    """One chunk of matches, jitted (step form: with ``step_compiler_options``)."""
+    if smp.is_step(game):
+        fn = _jitted(tuple(sorted(smp.step_compiler_options().items())))
+    else:
+        fn = _jitted(())
+    return fn(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted(options):
+    return jax.jit(_chunk, static_argnums=(1, 2, 3, 6), compiler_options=dict(options) or None)
+
+
+def _chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
     bots = (bot_p1, bot_p2)
     B = match_ids.shape[0]
     keys = jax.vmap(jax.random.fold_in, (None, 0))(key, match_ids)

@@ -197,7 +197,9 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
 
     start = jnp.asarray(inv_w, dtype)
     zero = jnp.zeros((), jnp.int32)
-    hi0 = zero if target is None or step_form else jnp.asarray(target.counts.shape[1] - 1, jnp.int32)
+    hi0 = (
+        zero if target is None or step_form else jnp.asarray(target.counts.shape[1] - 1, jnp.int32)
+    )
     reached0 = target.player < 0 if step_form and target is not None else jnp.ones((), bool)
     key0 = jnp.zeros((game.key_words,) if step_form else (1,), jnp.uint32)
     false = jnp.zeros((), bool)
@@ -361,7 +363,9 @@ def _prepare_step(game, state, view, targeting, delta, seed):
         def step(d, kinds, v, c):
             weight, reached = c
             nr = tbl.read_node(game, state, v, dtype)
-            w = jnp.where(v.legal & nr.mem, state.strategy_sum.at[nr.row].get(mode="fill", fill_value=0), 0.0)
+            w = jnp.where(
+                v.legal & nr.mem, state.strategy_sum.at[nr.row].get(mode="fill", fill_value=0), 0.0
+            )
             total = jnp.sum(w)
             mean = jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), nr.uniform)
             base = jnp.where(v.code == CHANCE, v.row, smp.pad_actions(mean, kinds.width))
@@ -374,7 +378,9 @@ def _prepare_step(game, state, view, targeting, delta, seed):
             k = smp.sample_index(probs, u[d])
             return k, (jnp.where(live, weight * tsum, weight), reached), None
 
-        _, (weight, reached), _ = smp.walk(game, None, step, (jnp.ones((), dtype), target.player < 0))
+        _, (weight, reached), _ = smp.walk(
+            game, None, step, (jnp.ones((), dtype), target.player < 0)
+        )
         return jnp.where(reached, weight, 0.0)
 
     reach = jnp.mean(jax.vmap(one)(jnp.arange(REACH_SAMPLES, dtype=jnp.uint32)))
