@@ -149,6 +149,11 @@ def _large_bot(label, targeting, epsilon, capacity):
     return jaxcfr.random_bot()
 
 
+def _large_depth(gs, label) -> int:
+    name, params = gs.LARGE_GAMES[label]
+    return gs.load(name, **params).max_depth
+
+
 def _fig4_large(ctx: Context) -> str:
     """Fig. 4 (d)-(f) on the step form (games too large to compile)."""
     import games_tensor.step as gs
@@ -196,7 +201,7 @@ def _fig4_large(ctx: Context) -> str:
     rate = total_iters / max(total_time, 1e-9)
     # 16 cells: 9 with two searching bots, 6 with one (RND searches nothing): 24 seats
     full = sum(
-        500 * int(sec * JAVA_RATE) * gs.load(*gs.LARGE_GAMES[lb]).max_depth // 2 * 24
+        500 * int(sec * JAVA_RATE) * _large_depth(gs, lb) // 2 * 24
         for lb, (_, sec, _) in LARGE.items()
     )
     lines += [
