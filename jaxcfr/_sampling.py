@@ -293,7 +293,9 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
     (``games_tensor.step.StepGame``; ``tables`` and ``regrets`` must be None) by its
     state pytree, ``game.apply(state, k)`` after each step, with views from
     :func:`read_step` and every level's :class:`LevelKinds` all-true of width
-    :func:`num_slots` (chance slot k is the game's chance outcome k).
+    :func:`num_slots` (chance slot k is the game's chance outcome k). The step-form
+    levels are alike, so they run as one ``lax.scan`` (``d`` is then a traced int32,
+    and records must be arrays): D times less to compile than unrolling.
 
     ``step(d, kinds, view, carry) -> (k, carry, record)`` is called at every depth ``d``
     (static) with the level's :class:`LevelKinds` and the :class:`NodeView` of the
@@ -310,13 +312,16 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
     if is_step(game):
         if tables is not None or regrets is not None:
             raise ValueError("a step-form walk takes no node tables and no regrets")
-        state = game.init()
-        records = []
-        for d, kinds in enumerate(level_kinds(game)):
-            v = read_step(game, state, kinds.width)
-            k, carry, rec = step(d, kinds, v, carry)
-            records.append(rec)
-            state = game.apply(state, k)
+        kinds = level_kinds(game)[0]  # every step-form level is alike
+
+        def body(c, d):
+            state, carry = c
+            k, carry, rec = step(d, kinds, read_step(game, state, kinds.width), carry)
+            return (game.apply(state, k), carry), rec
+
+        D = game.max_depth
+        (state, carry), recs = jax.lax.scan(body, (game.init(), carry), jnp.arange(D))
+        records = [jax.tree_util.tree_map(lambda x, j=j: x[j], recs) for j in range(D)]
         return records, carry, game.returns(state)[0]
     h = jnp.zeros((), jnp.int32)
     records = []

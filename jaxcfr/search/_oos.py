@@ -168,7 +168,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         p_k = jnp.where(terminal, one, smp.select(base, k))
         s2 = c.s2 * p_k
         if target is not None:
-            ok = smp.select(allowed, k) & in_part
+            ok = (smp.select(allowed, k) > 0) & in_part
             s1_tree = jnp.where(ok, c.s1 * p_k / jnp.where(tsum > 0, tsum, 1.0), 0.0)
             s1 = jnp.where(c.playout | reach_new | terminal, c.s1 * p_k, s1_tree)
             move = before & ~terminal
