@@ -102,7 +102,7 @@ def check_view(game: Game, view: View, *, need_public: bool = False) -> None:
         return  # keys carry no ids to check; the engine builds them with step_view_of
     if not all(_concrete(x) for x in view if x is not None):
         return
-    player, infoset, public = (np.asarray(x) for x in view)
+    player, infoset, public = (np.asarray(x) for x in view[:3])
     if player.ndim or infoset.ndim or public.ndim:
         raise ValueError(f"view must hold int32 scalars (one match); got shapes {player.shape}")
     player, infoset, public = int(player), int(infoset), int(public)
