@@ -162,8 +162,9 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
     return smp.walk(game, tables, step, carry)
 
 
-def _rows(game, records, utility, selection, max_u, R):
+def _rows(game, records, utility, selection, max_u, R=None):
     """(rows [n], visit values [n, A], value values [n, A], mean values [n, A]) to add."""
+    R = tbl.num_rows(game) if R is None else R
     A = game.num_actions
     kinds = smp.level_kinds(game)
     rows, nv, vv, sv = [], [], [], []

@@ -210,8 +210,9 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
     return smp.walk(game, tables, step, carry)
 
 
-def _rows(game, records, carry, utility, i, delta, targeted_game: bool, R: int):
+def _rows(game, records, carry, utility, i, delta, targeted_game: bool, R=None):
     """Table rows of one trajectory: (regret rows, values, mean rows, values, added row)."""
+    R = tbl.num_rows(game) if R is None else R
     A = game.num_actions
     kinds = smp.level_kinds(game)
     u_i = jnp.where(i == 0, utility, -utility)
