@@ -33,6 +33,7 @@ import numpy as np
 
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
+from games_tensor.step import StepGame
 from jaxcfr._solver import regret_matching, regret_tolerance, rounded, sum_actions
 
 
@@ -221,6 +222,8 @@ class NodeView(NamedTuple):
     row: jax.Array
     children: jax.Array
     utility: jax.Array
+    key: jax.Array | None = None
+    state: object = None
 
 
 def read_nodes(
@@ -256,8 +259,73 @@ def read_nodes(
     return NodeView(code, player, infoset, legal, sigma, row, ints[..., 1 : 1 + W], floats[..., K])
 
 
+def is_step(game) -> bool:
+    """True for the step form of a game (``games_tensor.step.StepGame``)."""
+    return isinstance(game, StepGame)
+
+
+def max_depth(game) -> int:
+    """D: steps of the walk (compiled: ``game.meta.max_depth``; step form: ``max_depth``)."""
+    return game.max_depth if is_step(game) else game.meta.max_depth
+
+
+def num_slots(game) -> int:
+    """K: child slots of a node (compiled: ``max_children``; step form: max(A, chance
+    outcomes), the width of every step-form level)."""
+    if is_step(game):
+        return max(game.num_actions, game.num_chance_outcomes)
+    return game.meta.max_children
+
+
+def step_compiler_options() -> dict:
+    """XLA options for jitting search on a step-form game: on CPU, the old fusion
+    emitters (``xla_cpu_use_fusion_emitters=False``). jaxlib 0.10.2's new XLA:CPU
+    fusion emitters fail to compile OOS and ISMCTS on the step form ("UNKNOWN: Unknown
+    MLIR failure"; the compiled form is unaffected). Pass as
+    ``jax.jit(..., compiler_options=step_compiler_options())``; the match engine does."""
+    if jax.default_backend() == "cpu":
+        return {"xla_cpu_use_fusion_emitters": False}
+    return {}
+
+
+def read_step(game: StepGame, state, width: int) -> NodeView:
+    """The :class:`NodeView` of a step-form state (see its docstring): ``row`` the
+    chance probabilities (chance nodes), the legal mask (player nodes) or ones on the
+    first A slots (terminals), padded to ``width``."""
+    raw = game.current_player(state)
+    dtype = game.chance_probs(state).dtype
+    legal = game.legal_mask(state)
+    legal_f = pad_actions(legal.astype(dtype), width)
+    filler = pad_actions(jnp.ones((game.num_actions,), dtype), width)
+    chance = pad_actions(game.chance_probs(state), width)
+    row = jnp.where(raw == CHANCE, chance, jnp.where(raw >= 0, legal_f, filler))
+    player = jnp.maximum(raw, 0)
+    zero = jnp.zeros((), jnp.int32)
+    return NodeView(
+        code=jnp.where(raw >= 0, zero, raw),
+        player=player,
+        infoset=zero,
+        legal=legal,
+        sigma=jnp.zeros(legal.shape, dtype),
+        row=row,
+        children=None,
+        utility=game.returns(state)[0],
+        key=game.information_state_key(state, player),
+        state=state,
+    )
+
+
 def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
     """The fixed-depth trajectory walk from the root, one step per depth (unrolled).
+
+    One walk for both forms of a game (the node source): a compiled ``Game`` is walked
+    by node ids through ``tables`` (:func:`node_tables`); a step-form game
+    (``games_tensor.step.StepGame``; ``tables`` and ``regrets`` must be None) by its
+    state pytree, ``game.apply(state, k)`` after each step, with views from
+    :func:`read_step` and every level's :class:`LevelKinds` all-true of width
+    :func:`num_slots` (chance slot k is the game's chance outcome k). The step-form
+    levels are alike, so they run as one ``lax.scan`` (``d`` is then a traced int32,
+    and records must be arrays): D times less to compile than unrolling.
 
     ``step(d, kinds, view, carry) -> (k, carry, record)`` is called at every depth ``d``
     (static) with the level's :class:`LevelKinds` and the :class:`NodeView` of the
@@ -271,6 +339,20 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
     reached terminal's u_0. Used by outcome sampling and by the search algorithms
     (``jaxcfr.search``: OOS, ISMCTS), so every sampled trajectory is this one walk.
     """
+    if is_step(game):
+        if tables is not None or regrets is not None:
+            raise ValueError("a step-form walk takes no node tables and no regrets")
+        kinds = level_kinds(game)[0]  # every step-form level is alike
+
+        def body(c, d):
+            state, carry = c
+            k, carry, rec = step(d, kinds, read_step(game, state, kinds.width), carry)
+            return (game.apply(state, k), carry), rec
+
+        D = game.max_depth
+        (state, carry), recs = jax.lax.scan(body, (game.init(), carry), jnp.arange(D))
+        records = [jax.tree_util.tree_map(lambda x, j=j: x[j], recs) for j in range(D)]
+        return records, carry, game.returns(state)[0]
     h = jnp.zeros((), jnp.int32)
     records = []
     for d, kinds in enumerate(level_kinds(game)[: game.meta.max_depth]):
@@ -361,7 +443,10 @@ class LevelKinds:
 
 
 def level_kinds(game: Game) -> tuple[LevelKinds, ...]:
-    """Per-depth :class:`LevelKinds` from the host tree (memoized in ``game.meta.host``)."""
+    """Per-depth :class:`LevelKinds` from the host tree (memoized in ``game.meta.host``).
+    Step form: D levels that may hold anything, of width :func:`num_slots`."""
+    if is_step(game):
+        return (LevelKinds(True, (True, True), True, num_slots(game)),) * game.max_depth
     kinds = game.meta.host.get("level_kinds")
     if kinds is not None:
         return kinds

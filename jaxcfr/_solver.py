@@ -105,14 +105,20 @@ class ArgumentTypeError(TypeError, ValueError):
     callers catching either (the library's "clear error" is a ``ValueError``) see it."""
 
 
-def check_game(game, name: str = "game") -> None:
+def check_game(game, name: str = "game", *, step_form: bool = False) -> None:
     """Raise :class:`ArgumentTypeError` unless ``game`` is a compiled
-    :class:`games_tensor.Game`; for a string, the message says how to compile it."""
-    if not isinstance(game, Game):
+    :class:`games_tensor.Game` (or, with ``step_form``, where the search bots also take
+    a game's step form, a ``games_tensor.step.StepGame``); for a string, the message
+    says how to compile it."""
+    from games_tensor.step import StepGame
+
+    if not isinstance(game, Game) and not (step_form and isinstance(game, StepGame)):
         hint = " (compile it first: games_tensor.load(name))" if isinstance(game, str) else ""
+        kinds = "a compiled games_tensor.Game"
+        if step_form:
+            kinds += " or a games_tensor.step game"
         raise ArgumentTypeError(
-            f"{name} must be a compiled games_tensor.Game, got {type(game).__name__} "
-            f"{game!r:.80}{hint}"
+            f"{name} must be {kinds}, got {type(game).__name__} {game!r:.80}{hint}"
         )
 
 

@@ -124,6 +124,97 @@ def _fig4(ctx: Context) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- Fig. 4 (d)-(f)
+JAVA_RATE = 170_000  # iterations/s of the paper's Java code (the low end it reports)
+# label: (targeting, seconds per move, OOS epsilon); the paper's Fig. 4 (d)-(f)
+LARGE = {
+    "II-GS(13)": ("ist", 1.0, 0.4),
+    "LD(2,2)": ("pst", 5.0, 0.8),
+    "GP(4,6,4,4)": ("pst", 1.0, 0.4),
+}
+PAPER_LARGE = {
+    "II-GS(13)": "OOS (row) 28% vs UCT, 35% vs RM at 1 s; 35% vs UCT at 5 s (text)",
+    "LD(2,2)": "OOS at least 50% vs UCT at 5 s; at 1 s (text) OOS first 45% vs UCT, 40% vs RM",
+    "GP(4,6,4,4)": "OOS loses as the first player",
+}
+
+
+def _large_bot(label, targeting, epsilon, capacity):
+    if label == "OOS":
+        return jaxcfr.oos(targeting, delta=0.9, epsilon=epsilon, capacity=capacity)
+    if label == "UCT":
+        return jaxcfr.ismcts("uct", capacity=capacity)
+    if label == "RM":
+        return jaxcfr.ismcts("rm", capacity=capacity)
+    return jaxcfr.random_bot()
+
+
+def _large_depth(gs, label) -> int:
+    name, params = gs.LARGE_GAMES[label]
+    return gs.load(name, **params).max_depth
+
+
+def _fig4_large(ctx: Context) -> str:
+    """Fig. 4 (d)-(f) on the step form (games too large to compile)."""
+    import games_tensor.step as gs
+
+    if ctx.quick:
+        matches, iters_of, capacity = 16, (lambda sec: 200), 1 << 12
+        cells = [("OOS", "UCT"), ("OOS", "RND")]
+    else:
+        matches, iters_of, capacity = 500, (lambda sec: int(sec * JAVA_RATE)), 1 << 22
+        cells = [(r, c) for r in NAMES for c in NAMES]
+    lines = [
+        f"Settings: {matches} matches per cell; iterations per move = the paper's seconds "
+        f"x {JAVA_RATE:,} (its Java rate) in the full mode, 200 in the quick mode; hashed "
+        f"tables of {capacity:,} rows per bot (refused infosets are played out and counted "
+        "below); OOS delta 0.9, IST in II-GS and PST otherwise, epsilon 0.4 (0.8 in "
+        "LD(2,2)); UCT C = 2 x max outcome; RM gamma 0.2. Entries: row (first player) vs "
+        "column, win % (ties half) or, in GP, mean reward of the row player; [95% "
+        "half-width]; refusals = infosets refused by full tables, summed over matches.",
+        "",
+    ]
+    total_iters, total_time = 0, 0.0
+    for g_i, (label, (targeting, seconds, epsilon)) in enumerate(LARGE.items()):
+        name, params = gs.LARGE_GAMES[label]
+        game = gs.load(name, **params)
+        iters = iters_of(seconds)
+        lines += [f"### {label}: {seconds:g} s per move -> {iters:,} iterations", ""]
+        lines += [f"Paper: {PAPER_LARGE[label]}.", ""]
+        lines += ["| row | col | result [95%] | refusals | s |", "|---|---|---|---|---|"]
+        for r, c in cells:
+            t0 = time.time()
+            key = jax.random.fold_in(jax.random.key(ctx.key), 1000 + 100 * g_i)
+            key = jax.random.fold_in(key, 10 * NAMES.index(r) + NAMES.index(c))
+            bots = [_large_bot(x, targeting, epsilon, capacity) for x in (r, c)]
+            u, refused = jaxcfr.play(game, *bots, matches, iters, key)
+            u = np.asarray(u, np.float64)
+            m, h = mean_ci95(u) if label.startswith("GP") else win_rate_ci95(u)
+            dt = time.time() - t0
+            searchers = sum(x != "RND" for x in (r, c))
+            total_iters += matches * iters * game.max_depth // 2 * searchers
+            total_time += dt
+            ref = int(np.asarray(refused).sum())
+            lines.append(f"| {r} | {c} | {m:.2f} [{h:.2f}] | {ref} | {dt:.0f} |")
+            print(f"  {label} {r} vs {c}: {m:.2f} [{h:.2f}] refusals {ref} ({dt:.0f} s)")
+        lines.append("")
+    rate = total_iters / max(total_time, 1e-9)
+    # 16 cells: 9 with two searching bots, 6 with one (RND searches nothing): 24 seats
+    full = sum(
+        500 * int(sec * JAVA_RATE) * _large_depth(gs, lb) // 2 * 24
+        for lb, (_, sec, _) in LARGE.items()
+    )
+    lines += [
+        f"Measured here: about {rate:,.0f} iterations/s over all matches of this run "
+        "(an upper bound on iterations: a match can end before max_depth moves; "
+        "compile time included).",
+        f"Full mode: about {full:.2e} iterations in all; at this rate about "
+        f"{full / max(rate, 1e-9) / 86400:,.0f} days on this CPU (not run here; "
+        "no GPU was lent to this session).",
+    ]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- Fig. 3 root
 def _root_curve(game, bot, seeds, checkpoints, key):
     """NashConv of the searcher's root strategy at each checkpoint, per seed [C, S]."""
@@ -273,6 +364,12 @@ def _fig3_aggregate(ctx: Context) -> str:
 
 TARGETS = [
     Target("oos-fig4", PAPER, "Fig. 4 (a)-(c): head-to-head matches", _fig4),
+    Target(
+        "oos-fig4-large",
+        PAPER,
+        "Fig. 4 (d)-(f): head-to-head matches on II-GS(13), LD(2,2), GP(4,6,4,4) (step form)",
+        _fig4_large,
+    ),
     Target("oos-fig3-root", PAPER, "Fig. 3 (a, d, h): root convergence", _fig3_root),
     Target(
         "oos-fig3-aggregate",

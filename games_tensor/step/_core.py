@@ -176,7 +176,8 @@ class StepGame:
     Subclasses set ``name`` and implement the methods below; :meth:`__post_init__`
     of a subclass builds ``info_layout`` and ``public_layout`` (:class:`KeyLayout`)
     and the sizes ``num_actions`` (A), ``num_chance_outcomes`` (K) and ``max_depth``
-    (the longest root-to-terminal path, chance steps included).
+    (the longest root-to-terminal path, chance steps included) and ``max_utility``
+    (the largest |u| over terminals, as the compiled game's; ISMCTS scales by it).
     """
 
     name: ClassVar[str] = "step_game"

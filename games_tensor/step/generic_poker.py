@@ -93,6 +93,7 @@ class GenericPokerStep(StepGame):
         self._set(
             num_actions=a,
             num_chance_outcomes=t,
+            max_utility=float(1 + 6 * b * (self.max_raises + 1)),  # ante + both rounds
             max_depth=3 + 2 * length,
             round_length=length,
             sizes=np.stack([r1, 2 * r1]).astype(np.int32),  # [2, B]

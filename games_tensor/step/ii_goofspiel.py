@@ -64,6 +64,7 @@ class IIGoofspielStep(StepGame):
         self._set(
             num_actions=n,
             num_chance_outcomes=1,
+            max_utility=1.0,
             max_depth=2 * rounds,
             info_layout=info,
             public_layout=public,

@@ -71,6 +71,7 @@ class LiarsDiceStep(StepGame):
             num_bids=nb,
             num_actions=nb + 1,
             num_chance_outcomes=self.faces,
+            max_utility=1.0,
             max_depth=nd + nb + 1,
             info_layout=info,
             public_layout=public,

@@ -13,8 +13,10 @@ over matches):
   visit counts), for exploitability of what it computed.
 
 A bot never sees the true history: :class:`View` holds only what the acting player
-knows, its infoset id and the public state id. The match engine (``jaxcfr.play``)
-holds the history and builds the view with :func:`view_of`.
+knows, its infoset id and the public state id (step-form games: its information-state
+key, the public-state key and its legal actions). The match engine (``jaxcfr.play``)
+holds the history (step form: the game state) and builds the view with
+:func:`view_of` (:func:`step_view_of`).
 """
 
 from __future__ import annotations
@@ -49,11 +51,17 @@ class View(NamedTuple):
 
     player: the acting player (0 or 1); infoset: its infoset id; public_state: the
     public-state id. ``root_view()``: all -1, search from the root.
+
+    Step-form games (:func:`step_view_of`): ``infoset`` is the information-state key
+    ``[W]`` uint32, ``public_state`` the public-state key ``[Wp]`` uint32, and
+    ``legal`` the ``[A]`` legal mask (part of what the player knows); compiled
+    games leave ``legal`` None.
     """
 
     player: jax.Array
     infoset: jax.Array
     public_state: jax.Array
+    legal: jax.Array | None = None
 
 
 def view_of(game: Game, history) -> View:
@@ -62,6 +70,16 @@ def view_of(game: Game, history) -> View:
     check_game(game)
     h = jnp.asarray(history, jnp.int32)
     return View(game.node_player[h], game.node_infoset[h], game.node_public_state[h])
+
+
+def step_view_of(game, state) -> View:
+    """The acting player's :class:`View` at a step-form game state: its
+    information-state key, the public-state key and the legal mask (player -1 at
+    chance and terminal states). The state itself is not part of it."""
+    raw = game.current_player(state)
+    player = jnp.where(raw >= 0, raw, -1).astype(jnp.int32)
+    key = game.information_state_key(state, jnp.maximum(raw, 0))
+    return View(player, key, game.public_state_key(state), game.legal_mask(state))
 
 
 def root_view() -> View:
@@ -79,7 +97,7 @@ def check_search(game: Game, view: View, key, num_iterations, *, need_public=Fal
     :class:`View` of the acting player (:func:`check_view`), one PRNG key (not an
     integer seed) and an integer number of iterations ``>= 0``; a clear
     ``TypeError``/``ValueError`` naming the bad one."""
-    check_game(game)
+    check_game(game, step_form=True)
     if not isinstance(view, View):
         raise ValueError(
             f"view must be a jaxcfr.View (jaxcfr.view_of(game, history) or "
@@ -98,9 +116,11 @@ def check_view(game: Game, view: View, *, need_public: bool = False) -> None:
     is the public state of the infoset's histories. Traced views pass (the engine
     builds them with :func:`view_of`).
     """
-    if not all(_concrete(x) for x in view):
+    if tbl.is_step(game):
+        return  # keys carry no ids to check; the engine builds them with step_view_of
+    if not all(_concrete(x) for x in view if x is not None):
         return
-    player, infoset, public = (np.asarray(x) for x in view)
+    player, infoset, public = (np.asarray(x) for x in view[:3])
     if player.ndim or infoset.ndim or public.ndim:
         raise ValueError(f"view must hold int32 scalars (one match); got shapes {player.shape}")
     player, infoset, public = int(player), int(infoset), int(public)
@@ -137,15 +157,18 @@ def _owners(game: Game) -> np.ndarray:
 
 def legal_row(game: Game, view: View) -> jax.Array:
     """``[A]`` legal mask at the view's infoset."""
+    if tbl.is_step(game):
+        return view.legal
     return game.legal_mask[jnp.maximum(view.infoset, 0)]
 
 
-def normalized_row(game: Game, weights: jax.Array, in_memory: jax.Array, view: View):
+def normalized_row(game: Game, weights: jax.Array, state, view: View):
     """``weights[row]`` normalized over the legal actions at the view's infoset; uniform
-    when the infoset is not in memory or its weights sum to 0."""
+    when the infoset is not in memory or its weights sum to 0. ``state``: the bot
+    state (its ``in_memory`` mask and key ``table``, ``jaxcfr.search._table``)."""
     legal = legal_row(game, view)
-    row = tbl.rows(game, jnp.maximum(view.infoset, 0))
-    w = jnp.where(legal & in_memory[row], weights[row], 0.0)
+    row, mem = tbl.view_row(game, state, view)
+    w = jnp.where(legal & mem, weights[row], 0.0)
     total = jnp.sum(w)
     uniform = legal / jnp.sum(legal)
     return jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), uniform.astype(w.dtype))
@@ -191,7 +214,7 @@ def random_bot() -> Bot:
     """
 
     def init(game: Game) -> RandomState:
-        check_game(game)
+        check_game(game, step_form=True)
         return RandomState(jnp.zeros((), jnp.int32))
 
     def search(game: Game, state: RandomState, view: View, key, num_iterations) -> RandomState:
@@ -200,14 +223,14 @@ def random_bot() -> Bot:
 
     def policy(game: Game, state: RandomState, view: View) -> jax.Array:
         del state
-        check_game(game)
+        check_game(game, step_form=True)
         legal = legal_row(game, view)
-        return (legal / jnp.sum(legal)).astype(game.legal_uniform.dtype)
+        return (legal / jnp.sum(legal)).astype(tbl.float_type(game))
 
     def strategy(game: Game, state: RandomState):
         del state
-        check_game(game)
-        R = tbl.num_rows(game)
-        return jnp.ones((R, game.num_actions), game.legal_uniform.dtype), jnp.ones((R,), bool)
+        check_game(game, step_form=True)
+        R = 1 if tbl.is_step(game) else tbl.num_rows(game)
+        return jnp.ones((R, game.num_actions), tbl.float_type(game)), jnp.ones((R,), bool)
 
     return Bot(init, search, policy, strategy, "random")

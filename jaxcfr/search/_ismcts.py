@@ -18,7 +18,18 @@ then a uniform playout runs to the end. Each in-tree infoset I on the simulation
   in [0, 1]: r(I, a) += v / sigma(a), r(I, b) -= v for every legal b; the mean
   strategy accumulates p. Play and exploitability: the mean strategy.
 
-Shapes: R table rows (= I), A actions, D depth, M the largest infoset (histories).
+Step form (``games_tensor.step.StepGame``): the same code over game states, rows from
+a hashed key table of ``capacity`` rows (``jaxcfr.search._table``; a new infoset the
+full table refuses is played out and counted in ``state.table.refusals``). The start
+history is not drawn from an enumerated infoset but by walking from the root through
+children consistent with the searcher's key (``StepGame.consistent``): chance at its
+probabilities renormalised on the consistent outcomes, player actions uniform among
+the consistent ones. Where the histories of an infoset differ only in chance outcomes
+of equal probability and the actions on them are forced by the key (Liar's Dice:
+the opponent's dice), this is the compiled form's uniform draw.
+
+Shapes: R table rows (= I, or ``capacity``), A actions, D depth, M the largest
+infoset (histories).
 """
 
 from __future__ import annotations
@@ -44,7 +55,9 @@ class ISMCTSState(NamedTuple):
 
     visits: [R, A] n(I, a); values: [R, A] UCT: summed outcomes v(I, a) from I's
     player's view, RM: regrets r(I, a); strategy_sum: [R, A] RM's mean-strategy sums
-    (zeros for UCT); in_memory: [R] bool; iteration: [] int32 simulations so far.
+    (zeros for UCT); in_memory: [R] bool; iteration: [] int32 simulations so far;
+    table: the key -> row hash table (step form, with its ``refusals`` count), None
+    for a compiled game.
     """
 
     visits: jax.Array
@@ -52,6 +65,7 @@ class ISMCTSState(NamedTuple):
     strategy_sum: jax.Array
     in_memory: jax.Array
     iteration: jax.Array
+    table: object = None
 
 
 class _Rec(NamedTuple):
@@ -64,23 +78,50 @@ class _Rec(NamedTuple):
     sigma_k: jax.Array  # probability the sampled action was selected with (RM)
 
 
-def max_outcome(game: Game) -> float:
-    """The game's largest |u| over terminals (host)."""
+def max_outcome(game) -> float:
+    """The game's largest |u| over terminals (host; step form: ``game.max_utility``)."""
+    if smp.is_step(game):
+        return float(game.max_utility)
     return float(np.max(np.abs(game.meta.host["node_utility"])))
 
 
-def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma):
-    """One simulation; ``path_slot`` [D] the forced slots above the start history."""
-    dtype = state.visits.dtype
+class _Carry(NamedTuple):
+    playout: jax.Array  # bool: below the infoset added this simulation
+    reached: jax.Array  # bool (step form): at or below the start history
+    added: jax.Array  # int32 row added this simulation (R: none)
+    added_key: jax.Array  # its key (step form)
+    refused: jax.Array  # bool: a new infoset was refused (full table)
 
-    def step(d, kinds, v, carry):
-        playout = carry
+
+def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, target=None):
+    """One simulation; ``path_slot`` [D] the forced slots above the start history
+    (compiled form), or ``target`` the searcher's key (step form: the walk is
+    restricted to consistent children until it reaches the target infoset)."""
+    dtype = state.visits.dtype
+    R = state.in_memory.shape[0]
+
+    def step(d, kinds, v, c):
+        playout, reached = c.playout, c.reached
         W = kinds.width
-        forced = d < depth
+        if target is not None:
+            member, consistent = tbl.step_target(game, target, v, W)
+            reached = reached | member
+            forced = ~reached
+            masked = jnp.where(consistent, v.row, 0.0)
+            forced_row = jnp.where(jnp.sum(masked) > 0, masked, v.row)
+        else:
+            forced = d < depth
+            forced_row = (jnp.arange(W) == path_slot[d]).astype(dtype)
+        added, added_key, refused = c.added, c.added_key, c.refused
         if any(kinds.players):
-            player_node, row, mem, uniform = tbl.read_node(game, state.in_memory, v, dtype)
+            nr = tbl.read_node(game, state, v, dtype)
+            player_node, row, mem, uniform = nr.player_node, nr.row, nr.mem, nr.uniform
             tree = player_node & mem & ~playout & ~forced
-            new = player_node & ~mem & ~playout & ~forced
+            reach_new = player_node & ~mem & ~playout & ~forced
+            new = reach_new & nr.can_add
+            refused = refused | (reach_new & ~nr.can_add)
+            added = jnp.where(new, row, added)
+            added_key = jnp.where(new, nr.key, added_key)
             if selection == "uct":
                 n = state.visits.at[row].get(mode="promise_in_bounds")
                 val = state.values.at[row].get(mode="promise_in_bounds")
@@ -98,27 +139,36 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma):
                 p = jnp.where(tree, regret_matching(r, v.legal, uniform, tolerance=tol), uniform)
                 pick = (1.0 - gamma) * p + gamma * uniform
             probs = smp.pad_actions(jnp.where(tree, pick, uniform), W)
-            forced_row = (jnp.arange(W) == path_slot[d]).astype(dtype)
             probs = jnp.where(forced, forced_row, probs)
             if kinds.chance:
                 probs = jnp.where(v.code == CHANCE, jnp.where(forced, forced_row, v.row), probs)
         else:
-            forced_row = (jnp.arange(W) == path_slot[d]).astype(dtype)
             probs = jnp.where(forced, forced_row, v.row)
-            player_node = tree = new = jnp.zeros((), bool)
+            player_node = tree = new = reach_new = jnp.zeros((), bool)
             row = jnp.zeros((), jnp.int32)
             p = jnp.zeros((game.num_actions,), dtype)
         k = smp.sample_index(probs, u[d])
         sigma_k = smp.select(probs, k)
         rec = _Rec(tree | new, row, v.player, k, v.legal, p, sigma_k)
-        return k, smp.materialize(playout | new), rec
+        carry = _Carry(playout | reach_new, reached, added, added_key, refused)
+        return k, smp.materialize(carry), rec
 
-    return smp.walk(game, tables, step, jnp.zeros((), bool))
+    step_form = smp.is_step(game)
+    false = jnp.zeros((), bool)
+    carry = _Carry(
+        false,
+        target.player < 0 if target is not None else false,
+        jnp.asarray(R, jnp.int32),
+        jnp.zeros((game.key_words,) if step_form else (1,), jnp.uint32),
+        false,
+    )
+    return smp.walk(game, tables, step, carry)
 
 
-def _rows(game, records, utility, selection, max_u):
+def _rows(game, records, utility, selection, max_u, R=None):
     """(rows [n], visit values [n, A], value values [n, A], mean values [n, A]) to add."""
-    R, A = tbl.num_rows(game), game.num_actions
+    R = tbl.num_rows(game) if R is None else R
+    A = game.num_actions
     kinds = smp.level_kinds(game)
     rows, nv, vv, sv = [], [], [], []
     iota = jnp.arange(A)
@@ -138,7 +188,7 @@ def _rows(game, records, utility, selection, max_u):
     return jnp.stack(rows), jnp.stack(nv), jnp.stack(vv), jnp.stack(sv)
 
 
-def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
+def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) -> _bots.Bot:
     """Information-set MCTS with UCT or regret-matching selection (OOS paper's baselines).
 
     Args:
@@ -146,6 +196,8 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
       c: UCT exploration constant, > 0; default (None) 2 x the game's maximal |outcome|
         (2 in Liar's Dice and II-Goofspiel, 74 in GP(3,3,2,2)).
       gamma: RM's exploration, in [0, 1] (paper: 0.2).
+      capacity: step-form games only: slots (= rows R) of the hashed key table, a
+        power of two; when it is full, new infosets are played out and counted.
 
     Returns:
       A :class:`~jaxcfr.search.Bot` over :class:`ISMCTSState` ([R, A] tables, [R] mask):
@@ -165,56 +217,71 @@ def ismcts(selection="uct", c=None, gamma=0.2) -> _bots.Bot:
     if c is not None:
         check_number("c", c, 0.0, np.inf, lo_open=True)
     check_number("gamma", gamma, 0.0, 1.0)
+    capacity = tbl.check_capacity(capacity)
 
     def init(game: Game) -> ISMCTSState:
-        check_game(game)
+        check_game(game, step_form=True)
         smp.level_kinds(game)
-        if tbl.concrete(game):
+        if not smp.is_step(game) and tbl.concrete(game):
             tbl.infoset_sets(game)  # host tables, before any trace
-        (visits, values, strategy_sum), in_memory = tbl.init_tables(game, 3)
-        return ISMCTSState(visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
+        (visits, values, strategy_sum), in_memory, table = tbl.init_tables(game, 3, capacity)
+        return ISMCTSState(visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32), table)
 
     def search(game: Game, state: ISMCTSState, view: _bots.View, key, num_iterations):
         _bots.check_search(game, view, key, num_iterations)
-        sets = tbl.infoset_sets(game)
-        paths = tbl.target_paths(game, sets, jnp.where(view.infoset < 0, -1, view.infoset))
         max_u = max_outcome(game)
         c_uct = 2.0 * max_u if c is None else c
-        D = game.meta.max_depth
-
-        tables = smp.node_tables(game)
+        D = smp.max_depth(game)
+        if smp.is_step(game):
+            target = tbl.StepTarget(jnp.asarray(view.player, jnp.int32), view.infoset, False)
+            tables = paths = None
+        else:
+            sets = tbl.infoset_sets(game)
+            paths = tbl.target_paths(game, sets, jnp.where(view.infoset < 0, -1, view.infoset))
+            tables, target = smp.node_tables(game), None
 
         seed = smp.stream_seed(key)
 
         def body(t, st):
             u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), st.visits.dtype)
-            m = jnp.minimum((u[D] * paths.count).astype(jnp.int32), paths.count - 1)
-            u, slot = smp.materialize((u, paths.slot[:, m]))  # once, not in every kernel
-            records, _, utility = _sample(
-                game, tables, st, u, slot, paths.depth, selection, c_uct, gamma
+            if paths is None:
+                path_slot = depth = None
+                u = smp.materialize(u)
+            else:
+                m = jnp.minimum((u[D] * paths.count).astype(jnp.int32), paths.count - 1)
+                u, path_slot = smp.materialize((u, paths.slot[:, m]))  # once, not in every kernel
+                depth = paths.depth
+            records, carry, utility = _sample(
+                game, tables, st, u, path_slot, depth, selection, c_uct, gamma, target
             )
-            rows, nv, vv, sv = _rows(game, records, utility, selection, max_u)
+            R = st.in_memory.shape[0]
+            rows, nv, vv, sv = _rows(game, records, utility, selection, max_u, R)
+            in_memory, table = tbl.commit(
+                game, st, rows, carry.added, carry.added_key, carry.refused
+            )
             return ISMCTSState(
                 smp.add_rows(st.visits, rows, nv),
                 smp.add_rows(st.values, rows, vv),
                 smp.add_rows(st.strategy_sum, rows, sv) if selection == "rm" else st.strategy_sum,
-                st.in_memory.at[rows].set(True, mode="drop"),
+                in_memory,
                 st.iteration + 1,
+                table,
             )
 
         return jax.lax.fori_loop(0, num_iterations, body, state)
 
     def policy(game: Game, state: ISMCTSState, view: _bots.View) -> jax.Array:
-        check_game(game)
+        check_game(game, step_form=True)
         if selection == "rm":
-            return _bots.normalized_row(game, state.strategy_sum, state.in_memory, view)
+            return _bots.normalized_row(game, state.strategy_sum, state, view)
         legal = _bots.legal_row(game, view)
-        n = state.visits[tbl.rows(game, jnp.maximum(view.infoset, 0))]
+        row, mem = tbl.view_row(game, state, view)
+        n = jnp.where(mem, state.visits[row], 0.0)
         best = jnp.argmax(jnp.where(legal, n, -1.0))
         return (jnp.arange(game.num_actions) == best).astype(state.visits.dtype)
 
     def strategy(game: Game, state: ISMCTSState):
-        check_game(game)
+        check_game(game, step_form=True)
         weights = state.visits if selection == "uct" else state.strategy_sum
         return weights, state.in_memory
 

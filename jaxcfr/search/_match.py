@@ -10,6 +10,12 @@ acts in at least one match of the chunk (an unbatched ``lax.cond``), so in games
 where the acting player is a function of depth (Liar's Dice, II-Goofspiel) every
 step runs one search.
 
+Step-form games (``games_tensor.step.StepGame``): the engine holds each match's game
+state instead and hands the acting bot :func:`~jaxcfr.search._bots.step_view_of` (its
+information-state key, the public-state key and the legal mask); it runs
+``game.max_depth`` steps. The result then also carries each bot's table refusals
+(infosets its full hash table could not add, ``jaxcfr.search._table``).
+
 Randomness: match m uses ``fold_in(key, m)`` alone, so its result does not depend
 on the chunk size or on the other matches.
 """
@@ -40,15 +46,26 @@ def _where_tree(mask, new, old):
     return jax.tree_util.tree_map(pick, new, old)
 
 
+def _node_player(game, h):
+    """[B] int32 player at each match's node (node ids, or step-form states)."""
+    if smp.is_step(game):
+        return jax.vmap(game.current_player)(h)
+    return game.node_player[h]
+
+
 def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=None):
-    """One depth step of every match of a chunk: (states, h[, acc]).
+    """One depth step of every match of a chunk: (states, h[, acc]); ``h`` the matches'
+    node ids (compiled) or game states (step form).
 
     ``collect`` (a seat) adds, after each of that seat's searches, the change of its
     bot's strategy weights to ``acc`` [B, R, A] (the aggregate method)."""
-    player = game.node_player[h]
+    player = _node_player(game, h)
     step_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, s)
     split = jax.vmap(lambda k: jax.random.split(k, 3))(step_keys)  # [B, 3, 2]
-    views = _bots.View(player, game.node_infoset[h], game.node_public_state[h])
+    if smp.is_step(game):
+        views = jax.vmap(_bots.step_view_of, (None, 0))(game, h)
+    else:
+        views = _bots.View(player, game.node_infoset[h], game.node_public_state[h])
     new_states = []
     for p, (bot, st) in enumerate(zip(bots, states, strict=True)):
         acts = player == p
@@ -69,31 +86,57 @@ def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=No
         jax.vmap(bot.policy, (None, 0, 0))(game, st, views)
         for bot, st in zip(bots, new_states, strict=True)
     ]
-    K = game.meta.max_children
+    K = smp.num_slots(game)
     pol = smp.pad_actions(jnp.where((player == 0)[:, None], pols[0], pols[1]), K)
-    probs = jnp.where((player == CHANCE)[:, None], game.node_chance_probs[h], pol)
+    if smp.is_step(game):
+        chance = smp.pad_actions(jax.vmap(game.chance_probs)(h), K)
+    else:
+        chance = game.node_chance_probs[h]
+    probs = jnp.where((player == CHANCE)[:, None], chance, pol)
     probs = jnp.where((player == TERMINAL)[:, None], jnp.ones_like(probs), probs)
     u = jax.vmap(lambda k: jax.random.uniform(k, (), probs.dtype))(split[:, 2])
     k = smp.sample_index(probs, u)
-    child = jnp.take_along_axis(game.node_children[h], k[:, None], axis=1)[:, 0]
-    h = jnp.where(player == TERMINAL, h, child)
+    if smp.is_step(game):
+        h = jax.vmap(game.apply)(h, k)  # unchanged at terminals
+    else:
+        child = jnp.take_along_axis(game.node_children[h], k[:, None], axis=1)[:, 0]
+        h = jnp.where(player == TERMINAL, h, child)
     return (tuple(new_states), h) if collect is None else (tuple(new_states), h, acc)
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 6))
 def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
+    """One chunk of matches, jitted (step form: with ``step_compiler_options``)."""
+    if smp.is_step(game):
+        fn = _jitted(tuple(sorted(smp.step_compiler_options().items())))
+    else:
+        fn = _jitted(())
+    return fn(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted(options):
+    return jax.jit(_chunk, static_argnums=(1, 2, 3, 6), compiler_options=dict(options) or None)
+
+
+def _chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
     bots = (bot_p1, bot_p2)
     B = match_ids.shape[0]
     keys = jax.vmap(jax.random.fold_in, (None, 0))(key, match_ids)
     states = tuple(jax.vmap(lambda _, b=b: b.init(game))(jnp.arange(B)) for b in bots)
-    h = jnp.zeros((B,), jnp.int32)
+    if smp.is_step(game):
+        h = jax.vmap(lambda _: game.init())(jnp.arange(B))
+    else:
+        h = jnp.zeros((B,), jnp.int32)
     if collect is None:
 
         def body(s, carry):
             states, h = carry
             return _step_match(game, bots, iterations, states, h, keys, s)
 
-        _, h = jax.lax.fori_loop(0, game.meta.max_depth, body, (states, h))
+        states, h = jax.lax.fori_loop(0, smp.max_depth(game), body, (states, h))
+        if smp.is_step(game):
+            refusals = jnp.stack([jax.vmap(tbl.refusals)(st) for st in states], axis=1)
+            return jax.vmap(game.returns)(h)[:, 0], refusals
         return game.node_utility[h]
     acc = jnp.zeros((B, tbl.num_rows(game), game.num_actions), game.node_utility.dtype)
 
@@ -133,15 +176,27 @@ def play(
     strategy weights (OOS: s_I; ISMCTS: visit counts or RM mean sums) summed over
     its moves and matches.
 
+    ``game`` may be the step form of a game (``games_tensor.step.load``): the engine
+    holds the game state and each bot sees its information-state key
+    (:func:`~jaxcfr.search._bots.step_view_of`); ``collect`` is not supported there.
+
     Returns:
       ``[num_matches]`` utilities of the first player (u_0); match m depends only on
       ``fold_in(key, m)``. Win rate (ties half) = mean of ``(u > 0) + 0.5 (u == 0)``.
-      With ``collect``: ``(utilities, weights [R, A])``.
+      With ``collect``: ``(utilities, weights [R, A])``. Step form:
+      ``(utilities, refusals [num_matches, 2] int32)``, each seat's count of infosets
+      its full table refused in that match (never silently dropped).
     """
-    check_game(game)
+    check_game(game, step_form=True)
     check_key(key)
     if collect not in (None, 0, 1):
         raise ValueError(f"collect must be None, 0 or 1, got {collect!r}")
+    step_form = smp.is_step(game)
+    if step_form and collect is not None:
+        raise ValueError(
+            f"collect={collect!r} is not supported for step-form games (no infoset ids to "
+            "aggregate over); use collect=None"
+        )
     for name, v in (("num_matches", num_matches), ("iterations_per_move", iterations_per_move)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
@@ -154,7 +209,7 @@ def play(
         chunk_size = int(max(1, min(512, DEFAULT_MEMORY // per_match)))
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    out, total = [], None
+    out, total, refused = [], None, []
     for start in range(0, num_matches, chunk_size):
         used = min(chunk_size, num_matches - start)
         ids = jnp.arange(start, start + used, dtype=jnp.int32)
@@ -165,6 +220,12 @@ def play(
             res, acc = res
             part = jnp.sum(acc[:used], axis=0)
             total = part if total is None else total + part
+        if step_form:
+            res, ref = res
+            refused.append(ref[:used])
         out.append(res[:used])
-    utilities = jnp.concatenate(out) if out else jnp.zeros((0,), game.node_utility.dtype)
+    utilities = jnp.concatenate(out) if out else jnp.zeros((0,), tbl.float_type(game))
+    if step_form:
+        refusals = jnp.concatenate(refused) if refused else jnp.zeros((0, 2), jnp.int32)
+        return utilities, refusals
     return utilities if collect is None else (utilities, total)

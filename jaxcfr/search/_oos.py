@@ -28,8 +28,20 @@ under the current mean profile (mean strategy in memory, uniform elsewhere; chan
 included), computed once per ``search`` call (floored at 1e-6). IST: pi_bar(I(m));
 PST: pi_bar of the public state. Without a target (root search) w_T = 1.
 
-Shapes: R table rows (= I infosets, ``_table``), A actions, D depth, M the largest
-target set, K child slots.
+Step form (``games_tensor.step.StepGame``, games too large to compile): the same
+code, walking game states instead of node ids (``jaxcfr._sampling.walk``), with the
+rows from a hashed key table of ``capacity`` rows (``jaxcfr.search._table``; a new
+infoset the full table refuses is treated as playout and counted in
+``state.table.refusals``). Targeting restricts the trajectory to the children that
+stay consistent with T (``StepGame.consistent`` / ``public_consistent``, checked on
+every child of the nodes above T), and pi_bar(T) is estimated, not enumerated: the
+mean of ``prod_d tsum_d`` over :data:`REACH_SAMPLES` walks under the mean profile
+restricted to T (tsum_d the profile's mass on the consistent children at depth d;
+an unbiased importance-sampling estimate of pi_bar(T) since every restricted walk
+ends in T).
+
+Shapes: R table rows (= I infosets, or ``capacity``; ``_table``), A actions, D depth,
+M the largest target set, K child slots.
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ from jaxcfr.search import _table as tbl
 
 TARGETINGS = ("ist", "pst", None)
 _PI_FLOOR = 1e-6
+REACH_SAMPLES = 16  # step form: walks estimating pi_bar(T) per search call
 
 
 class OOSState(NamedTuple):
@@ -55,13 +68,16 @@ class OOSState(NamedTuple):
 
     regrets: [R, A] cumulative sampled regrets; strategy_sum: [R, A] mean-strategy sums
     s_I; in_memory: [R] bool, infosets added to the tree; iteration: [] int32
-    trajectories sampled so far (the update player is ``iteration % 2``).
+    trajectories sampled so far (the update player is ``iteration % 2``); table: the
+    key -> row hash table (step form; its ``refusals`` counts infosets a full table
+    refused), None for a compiled game.
     """
 
     regrets: jax.Array
     strategy_sum: jax.Array
     in_memory: jax.Array
     iteration: jax.Array
+    table: object = None
 
 
 class _Carry(NamedTuple):
@@ -72,6 +88,10 @@ class _Carry(NamedTuple):
     added: jax.Array  # int32 row added this iteration (R: none)
     lo: jax.Array  # int32 [lo, hi): target histories below the current node
     hi: jax.Array
+    reached: jax.Array  # bool (step form): the trajectory has reached T
+    inside: jax.Array  # bool (step form): the trajectory is still consistent with T
+    added_key: jax.Array  # the added infoset's key (step form)
+    refused: jax.Array  # bool: a new infoset was refused (full table)
 
 
 class _Rec(NamedTuple):
@@ -95,7 +115,8 @@ class _Target(NamedTuple):
 def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
     """One trajectory: (records, final carry, u_0). ``target`` None: root search."""
     epsilon, delta, gamma = hyper
-    R, D = tbl.num_rows(game), game.meta.max_depth
+    R = state.in_memory.shape[0]
+    step_form = smp.is_step(game)
     dtype = state.regrets.dtype
     one = jnp.ones((), dtype)
 
@@ -103,13 +124,18 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         W = kinds.width
         chance = v.code == CHANCE
         terminal = v.code == TERMINAL
+        added_key, refused = c.added_key, c.refused
         if any(kinds.players):
-            player_node, row, mem, uniform = tbl.read_node(game, state.in_memory, v, dtype)
+            nr = tbl.read_node(game, state, v, dtype)
+            player_node, row, mem, uniform = nr.player_node, nr.row, nr.mem, nr.uniform
             r = state.regrets.at[row].get(mode="promise_in_bounds")
             rm = regret_matching(r, v.legal, uniform, tolerance=regret_tolerance(game, dtype))
             sig_tree = gamma * uniform + (1.0 - gamma) * rm
             tree = player_node & mem & ~c.playout
-            new = player_node & ~mem & ~c.playout
+            reach_new = player_node & ~mem & ~c.playout  # first infoset not in memory
+            new = reach_new & nr.can_add
+            refused = refused | (reach_new & ~nr.can_add)
+            added_key = jnp.where(new, nr.key, added_key)
             sigma = jnp.where(tree, sig_tree, uniform)
             own = v.player == i
             phi = jnp.where(tree & own, smp.explore(sigma, v.legal, epsilon), sigma)
@@ -117,20 +143,27 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
             if kinds.chance:
                 base = jnp.where(chance, v.row, base)
         else:
-            player_node = tree = new = own = jnp.zeros((), bool)
+            player_node = tree = new = reach_new = own = jnp.zeros((), bool)
             row = jnp.zeros((), jnp.int32)
             sigma = jnp.zeros((game.num_actions,), dtype)
             base = v.row
-        lo, hi = c.lo, c.hi
+        lo, hi, reached, inside = c.lo, c.hi, c.reached, c.inside
         if target is not None:
-            before = d < target.depth
-            cd = target.counts[d]
-            cnt = (cd[hi] - cd[lo])[:W]
-            allowed = jnp.where(before, cnt > 0, True)
-            in_part = hi > lo
+            if step_form:
+                member, consistent = tbl.step_target(game, target, v, W)
+                reached = c.reached | member
+                before = ~reached
+                allowed = jnp.where(before, consistent, True)
+                in_part = c.inside
+            else:
+                before = d < target.depth
+                cd = target.counts[d]
+                cnt = (cd[hi] - cd[lo])[:W]
+                allowed = jnp.where(before, cnt > 0, True)
+                in_part = hi > lo
             masked = jnp.where(allowed, base, 0.0)
             tsum = jnp.sum(masked)
-            use_t = targeted & in_part & ~c.playout & ~new & (tsum > 0)
+            use_t = targeted & in_part & ~c.playout & ~reach_new & (tsum > 0)
             probs = jnp.where(use_t, masked, base)
         else:
             probs = base
@@ -138,13 +171,16 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         p_k = jnp.where(terminal, one, smp.select(base, k))
         s2 = c.s2 * p_k
         if target is not None:
-            ok = smp.select(allowed, k) & in_part
+            ok = (smp.select(allowed, k) > 0) & in_part
             s1_tree = jnp.where(ok, c.s1 * p_k / jnp.where(tsum > 0, tsum, 1.0), 0.0)
-            s1 = jnp.where(c.playout | new | terminal, c.s1 * p_k, s1_tree)
-            excl = jnp.cumsum(cnt) - cnt
-            lo_k = lo + smp.select(excl, k)
+            s1 = jnp.where(c.playout | reach_new | terminal, c.s1 * p_k, s1_tree)
             move = before & ~terminal
-            lo, hi = jnp.where(move, lo_k, lo), jnp.where(move, lo_k + smp.select(cnt, k), hi)
+            if step_form:
+                inside = jnp.where(move, ok, in_part)
+            else:
+                excl = jnp.cumsum(cnt) - cnt
+                lo_k = lo + smp.select(excl, k)
+                lo, hi = jnp.where(move, lo_k, lo), jnp.where(move, lo_k + smp.select(cnt, k), hi)
             q = delta * c.s1 + (1.0 - delta) * c.s2
         else:
             s1, q = s2, c.s2
@@ -157,19 +193,30 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         node = tree | new
         rec = _Rec(node & own, node & ~own, row, k, v.legal, sigma, sig_k, c.pi_o, q, f)
         added = jnp.where(new, row, c.added)
-        return k, smp.materialize(_Carry(s1, s2, pi_o, c.playout | new, added, lo, hi)), rec
+        carry = _Carry(
+            s1, s2, pi_o, c.playout | reach_new, added, lo, hi, reached, inside, added_key, refused
+        )
+        return k, smp.materialize(carry), rec
 
     start = jnp.asarray(inv_w, dtype)
     zero = jnp.zeros((), jnp.int32)
-    hi0 = zero if target is None else jnp.asarray(target.counts.shape[1] - 1, jnp.int32)
-    carry = _Carry(start, start, one, jnp.zeros((), bool), jnp.asarray(R, jnp.int32), zero, hi0)
-    del D
+    hi0 = (
+        zero if target is None or step_form else jnp.asarray(target.counts.shape[1] - 1, jnp.int32)
+    )
+    reached0 = target.player < 0 if step_form and target is not None else jnp.ones((), bool)
+    key0 = jnp.zeros((game.key_words,) if step_form else (1,), jnp.uint32)
+    false = jnp.zeros((), bool)
+    carry = _Carry(
+        start, start, one, false, jnp.asarray(R, jnp.int32), zero, hi0, reached0,
+        jnp.ones((), bool), key0, false,
+    )  # fmt: skip
     return smp.walk(game, tables, step, carry)
 
 
-def _rows(game, records, carry, utility, i, delta, targeted_game: bool):
+def _rows(game, records, carry, utility, i, delta, targeted_game: bool, R=None):
     """Table rows of one trajectory: (regret rows, values, mean rows, values, added row)."""
-    R, A = tbl.num_rows(game), game.num_actions
+    R = tbl.num_rows(game) if R is None else R
+    A = game.num_actions
     kinds = smp.level_kinds(game)
     u_i = jnp.where(i == 0, utility, -utility)
     leaf = delta * carry.s1 + (1.0 - delta) * carry.s2 if targeted_game else carry.s2
@@ -200,7 +247,9 @@ def _check_hyper(targeting, delta, epsilon, gamma):
     check_number("gamma", gamma, 0.0, 1.0)
 
 
-def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
+def oos(
+    targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01, capacity=tbl.DEFAULT_CAPACITY
+) -> _bots.Bot:
     """Online Outcome Sampling, a search bot (ALGORITHMS.md 2.5; see the module docstring).
 
     Args:
@@ -210,6 +259,9 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
       delta: probability of a targeted iteration, in [0, 1]. 0: outcome sampling.
       epsilon: exploration of the update player's sampling, in (0, 1].
       gamma: exploration mixed into regret matching, in [0, 1] (paper: 0.01).
+      capacity: step-form games only: slots (= rows R) of the hashed key table, a
+        power of two; when it is full, new infosets are played out and counted
+        (``state.table.refusals``).
 
     Returns:
       A :class:`~jaxcfr.search.Bot`: ``init(game) -> OOSState`` (tables [R, A], mask
@@ -228,23 +280,27 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
         probs = bot.policy(game, state, view)   # [A]
     """
     _check_hyper(targeting, delta, epsilon, gamma)
+    capacity = tbl.check_capacity(capacity)
     hyper = (epsilon, delta, gamma)
 
     def init(game: Game) -> OOSState:
-        check_game(game)
+        check_game(game, step_form=True)
         smp.level_kinds(game)
-        if tbl.concrete(game):
+        if smp.is_step(game) or tbl.concrete(game):
             _sets(game, targeting)  # host tables, before any trace
-        (regrets, strategy_sum), in_memory = tbl.init_tables(game, 2)
-        return OOSState(regrets, strategy_sum, in_memory, jnp.zeros((), jnp.int32))
+        (regrets, strategy_sum), in_memory, table = tbl.init_tables(game, 2, capacity)
+        return OOSState(regrets, strategy_sum, in_memory, jnp.zeros((), jnp.int32), table)
 
     def search(game: Game, state: OOSState, view: _bots.View, key, num_iterations) -> OOSState:
         _bots.check_search(game, view, key, num_iterations, need_public=targeting == "pst")
-        target, inv_w = _prepare(game, state, view, _sets(game, targeting), targeting, delta)
-
-        tables = smp.node_tables(game)  # outside the loop: XLA does not hoist it here
-
         seed = smp.stream_seed(key)
+        if smp.is_step(game):
+            _sets(game, targeting)
+            target, inv_w = _prepare_step(game, state, view, targeting, delta, seed)
+            tables = None
+        else:
+            target, inv_w = _prepare(game, state, view, _sets(game, targeting), targeting, delta)
+            tables = smp.node_tables(game)  # outside the loop: XLA does not hoist it here
 
         def body(t, st):
             return _iterate(game, tables, st, (seed, t), target, inv_w, hyper)
@@ -252,18 +308,26 @@ def oos(targeting="ist", delta=0.9, epsilon=0.4, gamma=0.01) -> _bots.Bot:
         return jax.lax.fori_loop(0, num_iterations, body, state)
 
     def policy(game: Game, state: OOSState, view: _bots.View) -> jax.Array:
-        check_game(game)
-        return _bots.normalized_row(game, state.strategy_sum, state.in_memory, view)
+        check_game(game, step_form=True)
+        return _bots.normalized_row(game, state.strategy_sum, state, view)
 
     def strategy(game: Game, state: OOSState):
-        check_game(game)
+        check_game(game, step_form=True)
         return state.strategy_sum, state.in_memory
 
     return _bots.Bot(init, search, policy, strategy, f"oos({targeting}, d={delta}, e={epsilon})")
 
 
 def _sets(game: Game, targeting):
-    """The game's target sets for ``targeting`` (None: root search)."""
+    """The game's target sets for ``targeting`` (None: root search; step form: None
+    after checking that the game supports the targeting)."""
+    if smp.is_step(game):
+        if targeting == "pst" and not tbl.has_public_consistency(game):
+            raise ValueError(
+                f"targeting='pst' needs a game whose actions are public; {game!r} has "
+                "private actions (use targeting='ist')"
+            )
+        return None
     if targeting == "pst":
         if not tbl.has_public_actions(game):
             raise ValueError(
@@ -290,20 +354,65 @@ def _prepare(game, state, view, sets, targeting, delta):
     return target, (1.0 - delta) + delta / reach
 
 
+def _prepare_step(game, state, view, targeting, delta, seed):
+    """Step form: (StepTarget, 1/w_T) for one search call ((None, 1.0) without
+    targeting); pi_bar(T) estimated from :data:`REACH_SAMPLES` restricted walks under
+    the mean profile (module docstring), at stream counters past the iterations'."""
+    if targeting is None:
+        return None, 1.0
+    key = view.public_state if targeting == "pst" else view.infoset
+    target = tbl.StepTarget(jnp.asarray(view.player, jnp.int32), key, targeting == "pst")
+    D = smp.max_depth(game)
+    dtype = state.regrets.dtype
+
+    def one(n):
+        u = smp.stream_uniforms(seed, jnp.uint32(1 << 31) + n * jnp.uint32(D), (D,), dtype)
+
+        def step(d, kinds, v, c):
+            weight, reached = c
+            nr = tbl.read_node(game, state, v, dtype)
+            w = jnp.where(
+                v.legal & nr.mem, state.strategy_sum.at[nr.row].get(mode="fill", fill_value=0), 0.0
+            )
+            total = jnp.sum(w)
+            mean = jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), nr.uniform)
+            base = jnp.where(v.code == CHANCE, v.row, smp.pad_actions(mean, kinds.width))
+            member, consistent = tbl.step_target(game, target, v, kinds.width)
+            reached = reached | member
+            live = ~reached & (v.code != TERMINAL)
+            masked = jnp.where(consistent, base, 0.0)
+            tsum = jnp.sum(masked)
+            probs = jnp.where(live & (tsum > 0), masked, base)
+            k = smp.sample_index(probs, u[d])
+            return k, (jnp.where(live, weight * tsum, weight), reached), None
+
+        _, (weight, reached), _ = smp.walk(
+            game, None, step, (jnp.ones((), dtype), target.player < 0)
+        )
+        return jnp.where(reached, weight, 0.0)
+
+    reach = jnp.mean(jax.vmap(one)(jnp.arange(REACH_SAMPLES, dtype=jnp.uint32)))
+    inv_w = (1.0 - delta) + delta / jnp.maximum(reach, _PI_FLOOR)
+    return target, jnp.where(view.player < 0, 1.0, inv_w)
+
+
 def _iterate(game, tables, state, stream, target, inv_w, hyper):
     """One OOS iteration (one trajectory) from ``state``; ``stream = (seed, t)``: the
     iteration's D + 1 uniforms are numbers t (D + 1) ... of the seed's stream."""
     delta = hyper[1]
-    D = game.meta.max_depth
+    D = smp.max_depth(game)
     seed, t = stream
     u = smp.materialize(smp.stream_uniforms(seed, t * (D + 1), (D + 1,), state.regrets.dtype))
     i = state.iteration % 2
     targeted = u[D] < delta
     records, carry, utility = _sample(game, tables, state, u, i, targeted, target, inv_w, hyper)
-    rr, rv, ar, av, added = _rows(game, records, carry, utility, i, delta, target is not None)
+    R = state.in_memory.shape[0]
+    rr, rv, ar, av, added = _rows(game, records, carry, utility, i, delta, target is not None, R)
+    in_memory, table = tbl.commit(game, state, added, added, carry.added_key, carry.refused)
     return OOSState(
         smp.add_rows(state.regrets, rr, rv),
         smp.add_rows(state.strategy_sum, ar, av),
-        state.in_memory.at[added].set(True, mode="drop"),
+        in_memory,
         state.iteration + 1,
+        table,
     )

@@ -1,23 +1,38 @@
 """Where a search bot keeps an infoset's statistics, and the history sets it targets.
 
 The one place that maps an infoset to a row of a bot's ``[R, A]`` tables
-(:func:`num_rows`, :func:`rows`): for a compiled game the row is the infoset id
-(R = I), with an in-memory mask ``[R]`` marking the infosets added to the search
-tree. A later issue swaps in a hashed table (R < I) for games too large to compile;
-only this module changes then.
+(:func:`num_rows`, :func:`read_node`, :func:`view_row`, :func:`commit`), for both
+forms of a game:
 
-Target sets (the histories of one infoset, or the player histories of one public
-state) are stored once per game as compact tables in node order (CSR: ``nodes``
-sorted by (set id, node id), ``start[set]``), kept on the host in the game's static
-metadata like :func:`jaxcfr._sampling.level_kinds`. :func:`target_paths` turns one
-set into the root paths of its histories; in the breadth-first layout the
+* compiled ``Game``: the row is the infoset id (R = I), with an in-memory mask ``[R]``
+  marking the infosets added to the search tree; ``table`` is None.
+* step form (``games_tensor.step.StepGame``, games too large to compile): rows are
+  handed out in insertion order to the information-state keys the bot adds, through a
+  fixed-capacity open-addressing hash table (``jaxcfr._hash_table``, 64-bit
+  fingerprints, a probe window of :data:`PROBES` slots); R = ``capacity`` (a power of
+  two, a bot parameter). A full table is never silent: an infoset that would be added
+  when no slot or row is free is refused (the bot treats it, and everything below it
+  on that trajectory, as playout) and the table's ``refusals`` counter grows by one
+  (:func:`refusals`, reported with every match result).
+
+Target sets, compiled form: the histories of one infoset, or the player histories of
+one public state, are stored once per game as compact tables in node order (CSR:
+``nodes`` sorted by (set id, node id), ``start[set]``), kept on the host in the game's
+static metadata like :func:`jaxcfr._sampling.level_kinds`. :func:`target_paths` turns
+one set into the root paths of its histories; in the breadth-first layout the
 histories below any node form a contiguous range of that set, which is how OOS
 restricts a targeted trajectory with two row gathers per depth.
+
+Target sets, step form: no enumeration; :func:`step_target` tells at each node of a
+walk whether it is a member of the target set (the target infoset's key, or the
+target public state's key, at a player node) and which children stay consistent with
+it (``StepGame.consistent`` / ``public_consistent`` on each child state).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -25,40 +40,172 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
+from games_tensor.step import StepGame
+from games_tensor.step._core import float_dtype
+from jaxcfr import _hash_table as ht
+from jaxcfr._sampling import is_step
+
+DEFAULT_CAPACITY = 1 << 16  # hash-table slots (= rows) of a step-form bot's tables
+PROBES = 16  # probe window of the hash table
 
 
 # ---------------------------------------------------------------- infoset -> row
-def num_rows(game: Game) -> int:
-    """Rows R of a bot's tables: one per infoset of the compiled game."""
+def check_capacity(capacity) -> int:
+    """``capacity`` as an int, or ``ValueError``: it must be a positive power of two."""
+    if (
+        isinstance(capacity, bool)
+        or not isinstance(capacity, (int, np.integer))
+        or capacity < 1
+        or capacity & (capacity - 1)
+    ):
+        raise ValueError(
+            "capacity (hash-table slots = table rows of a bot on a step-form game) must be "
+            f"a positive power of two, got {capacity!r}"
+        )
+    return int(capacity)
+
+
+@functools.lru_cache(maxsize=None)
+def _fns(capacity: int) -> ht.HashTableFns:
+    return ht.hash_table(capacity, max_probes=PROBES)
+
+
+def num_rows(game, capacity: int = DEFAULT_CAPACITY) -> int:
+    """Rows R of a bot's tables: one per infoset of a compiled game; ``capacity`` for
+    the step form."""
+    if is_step(game):
+        return capacity
     return game.num_infosets
 
 
 def rows(game: Game, infoset: jax.Array) -> jax.Array:
-    """Row of ``infoset`` (int32 ``[...]``) in a bot's tables (identity here)."""
+    """Row of ``infoset`` (int32 ``[...]``) in a bot's tables (compiled form: identity)."""
     del game
     return infoset
 
 
-def init_tables(game: Game, count: int) -> tuple[tuple[jax.Array, ...], jax.Array]:
-    """``count`` zero ``[R, A]`` tables in the game's float dtype and an all-False
-    in-memory mask ``[R]``."""
-    shape = (num_rows(game), game.num_actions)
-    dtype = game.sf_payoff.dtype
-    return tuple(jnp.zeros(shape, dtype) for _ in range(count)), jnp.zeros(shape[:1], bool)
+def float_type(game):
+    """The float dtype of a bot's tables (the game's)."""
+    return float_dtype() if is_step(game) else game.sf_payoff.dtype
 
 
-def read_node(game: Game, in_memory: jax.Array, v, dtype):
-    """What a search walk step needs about its node ``v`` (a ``NodeView``): (player
-    node?, table row, in memory?, uniform distribution over the legal actions [A])."""
-    row = rows(game, v.infoset)
-    mem = in_memory.at[row].get(mode="promise_in_bounds")
+def init_tables(game, count: int, capacity: int = DEFAULT_CAPACITY):
+    """``count`` zero ``[R, A]`` tables in the game's float dtype, an all-False
+    in-memory mask ``[R]`` and the key table (an empty ``HashTable`` of ``capacity``
+    slots for the step form, None for a compiled game)."""
+    R = num_rows(game, capacity)
+    shape = (R, game.num_actions)
+    dtype = float_type(game)
+    table = _fns(capacity).init() if is_step(game) else None
+    return tuple(jnp.zeros(shape, dtype) for _ in range(count)), jnp.zeros((R,), bool), table
+
+
+class NodeRow(NamedTuple):
+    """What a search walk step needs about its node (see :func:`read_node`).
+
+    player_node: [] bool; row: [] int32 the infoset's row (step form: its row if
+    stored, else the row it would get if added now, else R); mem: [] bool in memory;
+    uniform: [A] uniform over the legal actions; can_add: [] bool there is room to add
+    it (always True for a compiled game); key: the key to add it under (step form
+    [W] uint32; compiled: a placeholder [1]).
+    """
+
+    player_node: jax.Array
+    row: jax.Array
+    mem: jax.Array
+    uniform: jax.Array
+    can_add: jax.Array
+    key: jax.Array
+
+
+def read_node(game, state, v, dtype) -> NodeRow:
+    """:class:`NodeRow` of the walk's node ``v`` (a ``NodeView``) for a bot ``state``
+    holding ``in_memory`` [R] and ``table`` (see :func:`init_tables`)."""
     legal_f = v.legal.astype(dtype)
-    return v.code >= 0, row, mem, legal_f / jnp.sum(legal_f)
+    uniform = legal_f / jnp.sum(legal_f)
+    player_node = v.code >= 0
+    if is_step(game):
+        R = state.in_memory.shape[0]
+        _, row, found, can = _fns(state.table.rows.shape[0]).insert(state.table, v.key)
+        row = jnp.where(row >= 0, row, R)
+        return NodeRow(player_node, row, found, uniform, can | found, v.key)
+    row = rows(game, v.infoset)
+    mem = state.in_memory.at[row].get(mode="promise_in_bounds")
+    return NodeRow(player_node, row, mem, uniform, jnp.ones((), bool), jnp.zeros((1,), jnp.uint32))
+
+
+def commit(game, state, mark_rows, added_row, added_key, refused):
+    """``(in_memory, table)`` after one iteration: ``mark_rows`` ([n] or [] int32,
+    rows >= R skipped) set in memory; step form: ``added_key`` stored (it gets row
+    ``added_row``, the one :func:`read_node` announced) when ``added_row < R``, and
+    ``refusals`` grown by ``refused`` ([] bool: an infoset was refused)."""
+    in_memory = state.in_memory.at[mark_rows].set(True, mode="drop")
+    if not is_step(game):
+        return in_memory, state.table
+    R = state.in_memory.shape[0]
+    new, _, _, _ = _fns(state.table.rows.shape[0]).insert(state.table, added_key)
+    add = added_row < R
+    table = jax.tree_util.tree_map(lambda a, b: jnp.where(add, a, b), new, state.table)
+    table = table._replace(refusals=table.refusals + refused.astype(jnp.int32))
+    return in_memory, table
+
+
+def view_row(game, state, view):
+    """``(row [] int32, in memory [] bool)`` of the acting player's infoset in a bot's
+    tables (the view's infoset id, or its key for the step form)."""
+    if is_step(game):
+        row, found = _fns(state.table.rows.shape[0]).lookup(state.table, view.infoset)
+        return jnp.maximum(row, 0), found
+    row = rows(game, jnp.maximum(view.infoset, 0))
+    return row, state.in_memory[row]
+
+
+def refusals(state) -> jax.Array:
+    """[] int32: infosets a bot's full table refused so far (0 for a compiled game)."""
+    table = getattr(state, "table", None)
+    if table is None:
+        return jnp.zeros((), jnp.int32)
+    return table.refusals
 
 
 def bytes_per_state(state) -> int:
     """Bytes of one bot state (one match)."""
     return int(sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(state)))
+
+
+# ---------------------------------------------------------------- step-form targets
+class StepTarget(NamedTuple):
+    """A step-form target set: ``player`` [] int32 (< 0: none, search from the root),
+    ``key`` the target infoset's key [W] (or public-state key [Wp] when ``public``),
+    ``public`` (static) public-state targeting."""
+
+    player: jax.Array
+    key: jax.Array
+    public: bool
+
+
+def has_public_consistency(game: StepGame) -> bool:
+    """The step game implements ``public_consistent`` (public-subgame targeting)."""
+    return type(game).public_consistent is not StepGame.public_consistent
+
+
+def step_target(game: StepGame, target: StepTarget, v, width: int):
+    """``(member [] bool, allowed [width] bool)`` at the step-form walk node ``v``:
+    the node is in the target set, and which child slots stay consistent with it
+    (one ``apply`` and one consistency check per slot; slots beyond the node's
+    actions or outcomes are meaningless, callers mask them by probability 0)."""
+    state = v.state
+    raw = game.current_player(state)
+    if target.public:
+        member = (raw >= 0) & jnp.all(game.public_state_key(state) == target.key)
+        check = game.public_consistent
+    else:
+        own = game.information_state_key(state, jnp.maximum(target.player, 0))
+        member = (raw == target.player) & jnp.all(own == target.key)
+        check = game.consistent
+    kids = jax.vmap(game.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
+    allowed = jax.vmap(check, (0, None))(kids, target.key)
+    return member, allowed
 
 
 # ---------------------------------------------------------------- target sets

@@ -1,0 +1,126 @@
+"""Search bots on the step form: OOS and ISMCTS iterations/s on LD(2,2), II-GS(13), GP(4,6,4,4).
+
+``python -m experiments.benchmarks step_bots [--batches 1,256] [--games ld22,iigs13,gp4644]
+[--iterations 200] [--capacity 16384]``
+
+For each game and bot (OOS: IST for II-GS, PST otherwise, delta 0.9, epsilon 0.4, as
+the OOS paper's Fig. 4 d-f; ISMCTS-UCT), one jitted call of ``jax.vmap(bot.search)``
+over B independent searchers runs N iterations each from the first decision of
+player 1 (chance outcomes 0 before it), so targeting is exercised; the first call
+(compile + N) is reported apart from the second (steady state). iterations/s counts
+trajectories summed over the B searchers. Reference measured in the same run: the
+same bot on the compiled LD(1,1) at the same B (its ratio is printed), and the
+issue's goal, the OOS paper's Java rate of 170k iterations/s (ratio printed too).
+Table memory: bytes of one searcher's state (hashed key table + ``[R, A]`` tables,
+R = capacity).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+
+import games_tensor as gt
+import games_tensor.step as gs
+import jaxcfr
+from jaxcfr import _sampling as smp
+from jaxcfr.search import _bots
+from jaxcfr.search import _table as tbl
+
+GOAL = 170_000.0  # iterations/s of the OOS paper's Java implementation (one thread)
+GAMES = {
+    "ld22": ("LD(2,2)", "pst"),
+    "iigs13": ("II-GS(13)", "ist"),
+    "gp4644": ("GP(4,6,4,4)", "pst"),
+}
+
+
+def _first_decision(game):
+    """State at the first player node (chance outcome 0 at each chance node)."""
+    s = game.init()
+    for _ in range(game.max_depth):
+        if int(game.current_player(s)) >= 0:
+            return s
+        s = game.apply(s, 0)
+    raise AssertionError("no decision")
+
+
+def _view(game, step_form: bool):
+    if step_form:
+        return _bots.step_view_of(game, _first_decision(game))
+    h = 0
+    while int(game.node_player[h]) < 0:
+        h = int(game.node_children[h, 0])
+    return jaxcfr.view_of(game, h)
+
+
+def _rate(game, bot, batch: int, n: int, step_form: bool):
+    """(compile seconds, iterations/s summed over the batch, bytes per searcher)."""
+    state0 = bot.init(game)
+    states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
+    view = _view(game, step_form)
+    opts = smp.step_compiler_options() if step_form else {}
+    run = jax.jit(
+        jax.vmap(bot.search, (None, 0, None, 0, None)),
+        static_argnums=(0, 4),
+        compiler_options=opts or None,
+    )
+    t0 = time.perf_counter()
+    jax.block_until_ready(run(game, states, view, jax.random.split(jax.random.key(0), batch), n))
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(run(game, states, view, jax.random.split(jax.random.key(1), batch), n))
+    steady = time.perf_counter() - t0
+    return first - steady, batch * n / steady, tbl.bytes_per_state(state0)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batches", default="1,256")
+    ap.add_argument("--games", default="ld22,iigs13,gp4644")
+    ap.add_argument("--iterations", type=int, default=200, help="per searcher")
+    ap.add_argument("--capacity", type=int, default=1 << 14, help="hash-table slots per bot")
+    args = ap.parse_args(argv)
+    batches = [int(b) for b in args.batches.split(",")]
+    ld11 = gt.load("liars_dice", dice0=1, dice1=1)
+    rows = []
+    for name in args.games.split(","):
+        label, targeting = GAMES[name]
+        gname, params = gs.LARGE_GAMES[label]
+        game = gs.load(gname, **params)
+        bots = (
+            ("oos", lambda t=targeting: jaxcfr.oos(t, 0.9, 0.4, capacity=args.capacity)),
+            ("uct", lambda: jaxcfr.ismcts("uct", capacity=args.capacity)),
+        )
+        for kind, make in bots:
+            for batch in batches:
+                comp, ips, nbytes = _rate(game, make(), batch, args.iterations, True)
+                ref_t = "ist" if targeting == "ist" else "pst"
+                ref_bot = jaxcfr.oos(ref_t, 0.9, 0.4) if kind == "oos" else jaxcfr.ismcts("uct")
+                _, ref, _ = _rate(ld11, ref_bot, batch, args.iterations, False)
+                rows.append((label, make().name, batch, comp, ips, nbytes, ref))
+                print(
+                    f"{label:12s} {make().name:26s} B={batch:4d} compile {comp:6.1f} s "
+                    f"{ips:10,.0f} it/s  {nbytes / 2**20:6.2f} MiB/searcher  "
+                    f"compiled LD(1,1) {ref:10,.0f} it/s ({ips / ref:.2f}x)  "
+                    f"goal {ips / GOAL:.3f}x",
+                    flush=True,
+                )
+    print()
+    print(
+        "| game | bot | B | compile s | it/s | MiB/searcher | compiled LD(1,1) it/s | / goal 170k |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for label, bot, batch, comp, ips, nbytes, ref in rows:
+        print(
+            f"| {label} | {bot} | {batch} | {comp:.1f} | {ips:,.0f} | {nbytes / 2**20:.2f} | "
+            f"{ref:,.0f} | {ips / GOAL:.3f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""The search bots (OOS, ISMCTS) and the match engine on the step form of a game.
+
+The bots' code is the compiled form's; the step form swaps the node source of the one
+walk (``jaxcfr._sampling.walk``) and the infoset-to-row mapping
+(``jaxcfr.search._table``: a hashed key table). Golden values: the compiled LD(1,1)
+(an independent enumeration of the same game, equivalence tested in
+tests/test_step_games.py) and hand reasoning.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games_tensor
+import games_tensor.step as gs
+import jaxcfr
+from jaxcfr import _sampling as smp
+from jaxcfr.search import _bots
+from jaxcfr.search import _table as tbl
+
+LD11 = {"dice0": 1, "dice1": 1}
+
+
+def _ld11():
+    return gs.load("liars_dice", **LD11)
+
+
+def _state_after(game, moves):
+    s = game.init()
+    for a in moves:
+        s = game.apply(s, a)
+    return s
+
+
+def _search(bot):
+    """``bot.search`` jitted for the step form (see ``step_compiler_options``)."""
+    opts = smp.step_compiler_options() or None
+    return jax.jit(bot.search, static_argnums=(0, 4), compiler_options=opts)
+
+
+def _bots_under_test(capacity):
+    return [
+        jaxcfr.oos("ist", capacity=capacity),
+        jaxcfr.oos("pst", capacity=capacity),
+        jaxcfr.ismcts("uct", capacity=capacity),
+        jaxcfr.ismcts("rm", capacity=capacity),
+    ]
+
+
+def test_max_utility_matches_the_compiled_games():
+    for name, params in [
+        ("liars_dice", LD11),
+        ("ii_goofspiel", {"num_cards": 4}),
+        (
+            "generic_poker",
+            {"num_types": 3, "cards_per_type": 3, "max_raises": 2, "num_bet_sizes": 2},
+        ),
+    ]:
+        compiled = games_tensor.load(name, **params)
+        expect = float(np.max(np.abs(compiled.meta.host["node_utility"])))
+        assert gs.load(name, **params).max_utility == expect
+
+
+@pytest.mark.parametrize("bot_index", [0, 2])
+def test_full_table_counts_refusals_and_still_plays_legal_moves(bot_index):
+    game = _ld11()
+    bot = _bots_under_test(capacity=2)[bot_index]
+    # P1 rolled 3, P2 rolled 5, P1 bid 0 (one 1): P2 to move; bids 1.. and liar are legal
+    state = _state_after(game, [2, 4, 0])
+    view = _bots.step_view_of(game, state)
+    st = _search(bot)(game, bot.init(game), view, jax.random.key(3), 200)
+    assert int(st.table.size) == 2  # both rows used
+    assert int(tbl.refusals(st)) > 0  # and further infosets refused, counted
+    probs = np.asarray(bot.policy(game, st, view))
+    legal = np.asarray(game.legal_mask(state))
+    assert probs.sum() == pytest.approx(1.0, abs=1e-5)
+    assert np.all(probs[~legal] == 0) and np.any(probs[legal] > 0)
+    # whole matches with full tables: refusals reported, every match ends at a terminal
+    u, refusals = jaxcfr.play(game, bot, jaxcfr.random_bot(), 8, 50, jax.random.key(0))
+    assert refusals.shape == (8, 2) and int(refusals[:, 0].sum()) > 0
+    assert np.all(refusals[:, 1] == 0)  # the random bot keeps no table
+    assert set(np.asarray(u).tolist()) <= {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("bot_index", [0, 2])
+def test_bots_see_only_their_key(bot_index):
+    """Two histories of one infoset of P1 (own die 3; P2's die 1 or 6; bid 0, bid 2):
+    same view, so the same search state and action for the same PRNG key."""
+    game = _ld11()
+    bot = _bots_under_test(capacity=64)[bot_index]
+    a = _state_after(game, [2, 0, 0, 2])
+    b = _state_after(game, [2, 5, 0, 2])
+    assert not np.array_equal(np.asarray(a.dice), np.asarray(b.dice))
+    va, vb = _bots.step_view_of(game, a), _bots.step_view_of(game, b)
+    for x, y in zip(va, vb, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    search = _search(bot)
+    sa = search(game, bot.init(game), va, jax.random.key(7), 100)
+    sb = search(game, bot.init(game), vb, jax.random.key(7), 100)
+    for x, y in zip(jax.tree_util.tree_leaves(sa), jax.tree_util.tree_leaves(sb), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    np.testing.assert_array_equal(bot.policy(game, sa, va), bot.policy(game, sb, vb))
+    assert int(sa.table.size) > 0
+
+
+def test_a_step_form_match_is_determined_by_its_seed():
+    game = _ld11()
+    bot = jaxcfr.oos("pst", capacity=256)
+    args = (game, bot, jaxcfr.ismcts("uct", capacity=256), 6, 20)
+    u1, r1 = jaxcfr.play(*args, jax.random.key(5), chunk_size=6)
+    u2, r2 = jaxcfr.play(*args, jax.random.key(5), chunk_size=4)  # other chunking
+    np.testing.assert_array_equal(u1, u2)
+    np.testing.assert_array_equal(r1, r2)
+    u3, _ = jaxcfr.play(*args, jax.random.key(6), chunk_size=6)
+    assert not np.array_equal(u1, u3)
+
+
+@pytest.mark.parametrize("capacity", [0, 3, 6, -4, 2.0, True, None])
+def test_bad_capacity_raises_value_error_naming_it(capacity):
+    with pytest.raises(ValueError, match="capacity"):
+        jaxcfr.oos("ist", capacity=capacity)
+    with pytest.raises(ValueError, match="capacity"):
+        jaxcfr.ismcts("uct", capacity=capacity)
+
+
+def test_unsupported_step_form_uses_raise_value_error():
+    goof = gs.load("ii_goofspiel", num_cards=4)
+    with pytest.raises(ValueError, match="targeting='pst'"):
+        jaxcfr.oos("pst", capacity=64).init(goof)
+    with pytest.raises(ValueError, match="collect"):
+        jaxcfr.play(
+            _ld11(), jaxcfr.random_bot(), jaxcfr.random_bot(), 2, 0, jax.random.key(0), collect=0
+        )
+
+
+def test_root_oos_walks_the_same_trajectories_on_both_forms():
+    """OOS from the root (no targeting) on LD(1,1): the step walk samples child slot k
+    from the same uniforms as the compiled walk, so after the same iterations the
+    tables agree row for row once each infoset id is mapped to its key's row."""
+    compiled = games_tensor.load("liars_dice", **LD11)
+    step = _ld11()
+    bot = jaxcfr.oos(None, capacity=1 << 10)
+    key = jax.random.key(11)
+    sc = jax.jit(bot.search, static_argnums=(0, 4))(
+        compiled, bot.init(compiled), jaxcfr.root_view(), key, 300
+    )
+    minus = jnp.asarray(-1, jnp.int32)
+    words = (step.key_words, step.public_key_words)
+    root = _bots.View(minus, *(jnp.zeros((w,), jnp.uint32) for w in words), None)
+    ss = _search(bot)(step, bot.init(step), root, key, 300)
+    tree = gs.enumerate_tree(step)
+    ids = compiled.meta.host["node_infoset"]
+    player_nodes = np.nonzero(ids >= 0)[0]
+    inf = ids[player_nodes]
+    keys = jnp.asarray(tree.info_key[player_nodes])
+    lookup = jax.vmap(lambda k: tbl.view_row(step, ss, _bots.View(None, k, None, None)))
+    row, found = (np.asarray(x) for x in lookup(keys))
+    np.testing.assert_array_equal(found, np.asarray(sc.in_memory)[inf])
+    kept = found
+    np.testing.assert_allclose(
+        np.asarray(ss.regrets)[row[kept]], np.asarray(sc.regrets)[inf[kept]], rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.asarray(ss.strategy_sum)[row[kept]],
+        np.asarray(sc.strategy_sum)[inf[kept]],
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    checked = len(set(inf[kept].tolist()))
+    assert checked > 10
+
+
+def _win_rate(u):
+    w = (np.asarray(u) > 0) + 0.5 * (np.asarray(u) == 0)
+    return w.mean(), w.std(ddof=1) / np.sqrt(len(w))
+
+
+@pytest.mark.parametrize("which", ["oos", "ismcts"])
+def test_step_form_win_rate_against_random_matches_the_compiled_game(which):
+    """Same bot, budget and matches on the compiled and the step form of LD(1,1): the
+    win rates against random agree within the 95% CI of their difference."""
+    make = {
+        "oos": lambda: jaxcfr.oos("ist", capacity=1 << 10),
+        "ismcts": lambda: jaxcfr.ismcts("uct", capacity=1 << 10),
+    }[which]
+    n, iters = 300, 50
+    uc = jaxcfr.play(
+        games_tensor.load("liars_dice", **LD11),
+        make(),
+        jaxcfr.random_bot(),
+        n,
+        iters,
+        jax.random.key(1),
+    )
+    us, refusals = jaxcfr.play(_ld11(), make(), jaxcfr.random_bot(), n, iters, jax.random.key(2))
+    assert int(refusals.sum()) == 0
+    (pc, sc), (ps, ss) = _win_rate(uc), _win_rate(us)
+    assert pc > 0.55 and ps > 0.55  # both beat random (uniform play wins 50%)
+    assert abs(pc - ps) <= 1.96 * np.sqrt(sc**2 + ss**2), (pc, ps)
