@@ -241,7 +241,11 @@ class _ForgetfulRules(Rules):
 
 
 def test_imperfect_recall_keys_are_refused():
+    """Rules whose keys forget own moves: the compiler's ImperfectRecallError (a
+    ValueError) names the infoset, both own action sequences and what to do."""
     with pytest.raises(ValueError, match="perfect recall"):
+        gt.compile(_ForgetfulRules())
+    with pytest.raises(gt.ImperfectRecallError, match=r"'move1'.*\[0\] and \[1\].*abstract"):
         gt.compile(_ForgetfulRules())
 
 

@@ -157,37 +157,6 @@ def test_liars_dice_ir_compiles_as_refinement_of_liars_dice():
     assert game.sizes["histories"] == 294883
 
 
-def test_imperfect_recall_error_names_both_sequences():
-    """Rules whose keys forget own moves: the compiler's error names the infoset, both
-    own action sequences and what to do."""
-    from games_tensor._rules import Rules
-
-    class Forgetful(Rules):
-        name = "forgetful"
-        num_actions = 2
-
-        def initial_state(self):
-            return ()
-
-        def current_player(self, s):
-            return TERMINAL if len(s) == 2 else 0
-
-        def legal_actions(self, s):
-            return (0, 1)
-
-        def apply(self, s, a):
-            return s + (a,)
-
-        def returns(self, s):
-            return (float(s[0] == s[1]), -float(s[0] == s[1]))
-
-        def information_state(self, s, player):
-            return f"move{len(s)}"
-
-    with pytest.raises(gt.ImperfectRecallError, match=r"'move1'.*\[0\] and \[1\].*abstract"):
-        gt.compile(Forgetful())
-
-
 def test_abstraction_merging_different_legal_actions_is_named():
     from games_tensor._rules import Rules
 
