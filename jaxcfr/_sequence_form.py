@@ -55,6 +55,8 @@ def take(x: jax.Array, index: jax.Array, fill_value=None) -> jax.Array:
     out of bounds read ``fill_value`` (they must be in bounds when it is None)."""
     if fill_value is None:
         return x.at[index].get(mode="promise_in_bounds", wrap_negative_indices=False)
+    if x.shape[0] == 0:  # a player without infosets: every position is out of bounds
+        return jnp.full(jnp.shape(index) + x.shape[1:], fill_value, x.dtype)
     return x.at[index].get(mode="fill", fill_value=fill_value, wrap_negative_indices=False)
 
 

@@ -224,7 +224,8 @@ def regret_tolerance(game: Game | float, dtype=None) -> float:
     """The noise floor of regret matching: tau = 16 * eps(dtype) * U.
 
     Args:
-      game: a compiled game (U = :func:`payoff_scale`) or the payoff scale U itself.
+      game: a compiled game (U = :func:`payoff_scale`), a step-form game (U = its
+        ``max_utility``) or the payoff scale U itself.
       dtype: the float type the regrets are held in (default: the game's, float32 or
         float64 under x64). eps is its machine epsilon (2^-23 or 2^-52).
 
@@ -234,9 +235,15 @@ def regret_tolerance(game: Game | float, dtype=None) -> float:
       as zero by :func:`regret_matching`. Solvers built on regret matching (CFR family,
       MCCFR, search, pruning) pass ``tolerance=regret_tolerance(game)``.
     """
+    from games_tensor.step import StepGame
+
     if isinstance(game, Game):
         scale = payoff_scale(game)
         dtype = game.sf_payoff.dtype if dtype is None else dtype
+    elif isinstance(game, StepGame):  # the step form (search bots): U = its max_utility
+        scale = float(game.max_utility)
+        if dtype is None:
+            raise ValueError("regret_tolerance(step_game, dtype) needs the dtype")
     else:
         scale = float(game)
         if dtype is None:

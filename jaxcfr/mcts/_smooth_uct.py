@@ -54,7 +54,7 @@ import jax.numpy as jnp
 from games_tensor import Game
 from games_tensor._game import CHANCE
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import Solver, builtin_cache_key, check_game, check_key, check_number
+from jaxcfr._solver import Solver, builtin_cache_key, check_game, check_key, check_number, rounded
 
 _INT_OF = {jnp.dtype(jnp.float32): jnp.int32, jnp.dtype(jnp.float64): jnp.int64}
 
@@ -158,7 +158,7 @@ def _episode(game: Game, tables, stats, u, z, c, eta, smooth: bool):
         expand = update & (n_u == 0)
         # UCB with random tie-breaking: the maximizers get weight 1 (unvisited: +inf)
         log_n = jnp.log(jnp.maximum(n_u, 1).astype(dtype))
-        score = q + c * jnp.sqrt(log_n / jnp.maximum(nf, 1.0))
+        score = q + rounded(c * jnp.sqrt(log_n / jnp.maximum(nf, 1.0)))
         score = jnp.where(n == 0, jnp.inf, score)
         score = jnp.where(v.legal, score, -jnp.inf)
         best = (score == jnp.max(score)).astype(dtype)
@@ -218,7 +218,7 @@ def _rows(game: Game, steps, utility):
 
 def _make(c, gamma, eta0, d, smooth: bool, name: str, hyper) -> Solver:
     def eta(n_u):
-        return jnp.maximum(gamma, eta0 / (1.0 + d * jnp.sqrt(n_u)))
+        return jnp.maximum(gamma, eta0 / (1.0 + rounded(d * jnp.sqrt(n_u))))
 
     def init(game: Game) -> MCTSState:
         check_game(game)
