@@ -200,12 +200,14 @@ LP_GAMES = [
     ("leduc_poker", {"suits": False}),
     ("die_roll_poker", {}),
     ("ii_goofspiel", {"num_cards": 4}),
-    ("generic_poker", {}),
+    pytest.param("generic_poker", {}, marks=pytest.mark.slow),
     ("liars_dice", {}),
 ]
 
 
-@pytest.mark.parametrize("name,params", LP_GAMES, ids=[g[0] for g in LP_GAMES])
+@pytest.mark.parametrize(
+    "name,params", LP_GAMES, ids=[getattr(g, "values", g)[0] for g in LP_GAMES]
+)
 def test_lp_value_and_policy_agree(x64, name, params):
     """The two LPs' optima agree, the LP policy has (near) zero NashConv, and its
     expected value (computed by the independent traversal kernel) is the LP value."""

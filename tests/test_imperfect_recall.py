@@ -125,6 +125,7 @@ def test_sampling_full_average_sums_to_the_abstract_average(name, kwargs):
         jaxcfr.full_game_regret(game, a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["outcome_sampling", "external_sampling"])
 def test_sampling_full_regret_converges_on_a_well_formed_abstraction(name):
     # the counterexample's well-formed abstraction (forget the signal): the full-game

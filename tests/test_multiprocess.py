@@ -158,6 +158,7 @@ STUDY = [
 ]
 
 
+@pytest.mark.slow
 def test_two_process_study_writes_the_single_process_results(tmp_path):
     """``python -m experiments convergence ... --processes 2`` (process 0 writes) gives the
     results.json of the same study in one process."""

@@ -190,7 +190,7 @@ def test_reset_7_8_by_hand(plus):
     "base,mode",
     [
         ("cfr", "total"),
-        ("cfr_plus", "total"),
+        pytest.param("cfr_plus", "total", marks=pytest.mark.slow),
         pytest.param("cfr", "interval", marks=pytest.mark.slow),
         pytest.param("cfr_plus", "interval", marks=pytest.mark.slow),
     ],

@@ -147,6 +147,7 @@ def test_solver_list_is_every_solver_and_option():
     assert "dcfr(chance_sampling=True)" in labels
 
 
+@pytest.mark.slow
 def test_seed_independent_of_batch_and_devices_kuhn(tmp_path):
     one = _run_worker(tmp_path, 1, DEFAULTS, "kuhn_poker", 20, 10, x64=False)
     two = _run_worker(tmp_path, 2, DEFAULTS, "kuhn_poker", 20, 10, x64=False)

@@ -136,6 +136,7 @@ def test_unsupported_step_form_uses_raise_value_error():
         )
 
 
+@pytest.mark.slow
 def test_root_oos_walks_the_same_trajectories_on_both_forms():
     """OOS from the root (no targeting) on LD(1,1): the step walk samples child slot k
     from the same uniforms as the compiled walk, so after the same iterations the
@@ -178,6 +179,7 @@ def _win_rate(u):
     return w.mean(), w.std(ddof=1) / np.sqrt(len(w))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["oos", "ismcts"])
 def test_step_form_win_rate_against_random_matches_the_compiled_game(which):
     """Same bot, budget and matches on the compiled and the step form of LD(1,1): the
