@@ -54,6 +54,17 @@ def level_parent_positions(parent_seq: np.ndarray, infoset_levels, num_actions: 
     return out
 
 
+def child_table(ids: np.ndarray, rows: np.ndarray, K: int, m: int, pad: int) -> np.ndarray:
+    """Flattened ``[K, m]`` int32 table: column ``j`` lists the ``rows`` whose parent slot
+    ``ids`` is ``j``, in their order, then ``pad`` (out of bounds) below."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    rank = np.arange(ids.size) - np.searchsorted(sorted_ids, sorted_ids, side="left")
+    table = np.full((K, m), pad, dtype=np.int32)
+    table[rank, sorted_ids] = rows[order]
+    return table.reshape(-1)
+
+
 def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int):
     """Child lists for the bottom-up sums of :func:`level_parent_positions`, where cheap.
 
@@ -76,13 +87,7 @@ def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int):
             if n == 0 or K * m > 4 * n + 2048:
                 fan.append(0)
                 continue
-            order = np.argsort(ids, kind="stable")
-            sorted_ids = ids[order]
-            first = np.searchsorted(sorted_ids, sorted_ids, side="left")
-            rank = np.arange(n) - first
-            table = np.full((K, m), n, dtype=np.int32)
-            table[rank, sorted_ids] = order
-            pieces.append(table.reshape(-1))
+            pieces.append(child_table(ids, np.arange(n), K, m, n))
             fan.append(K)
         fanouts.append(tuple(fan))
     flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)

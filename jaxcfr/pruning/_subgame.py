@@ -36,7 +36,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
-from games_tensor._table import block_positions, level_parent_positions, table_slots
+from games_tensor._table import (
+    block_positions,
+    child_table,
+    level_parent_positions,
+    table_slots,
+)
 from jaxcfr import _sequence_form as sf
 from jaxcfr._solver import (
     Solver,
@@ -102,13 +107,7 @@ def _children(parent_local, levels, A, target, real):
                 if K and need > K:
                     return None
             if K:
-                order = idx[np.argsort(ids, kind="stable")]
-                ids = ids[np.argsort(ids, kind="stable")]
-                sorted_ids = ids
-                rank = np.arange(ids.size) - np.searchsorted(sorted_ids, sorted_ids, side="left")
-                table = np.full((K, m), n, dtype=np.int32)
-                table[rank, sorted_ids] = order
-                pieces.append(table.reshape(-1))
+                pieces.append(child_table(ids, idx, K, m, n))
             fan.append(K)
         fanouts.append(tuple(fan))
     flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
