@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python -m experiments convergence --config experiments/studies/default.toml --out results/default
 
+# The default suite (not `slow`) spread over up to 4 worker processes (pytest-xdist; one per
+# core): most of its time is single-threaded XLA compilation. `-n 0` runs it in one process.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --maxprocesses=4
 
 bench: $(STAMP)
 	$(BIN)/python -m experiments.benchmarks compile
