@@ -419,7 +419,7 @@ def infoset_forest(game: Game) -> InfosetForest:
     infoset = _host_array(game, "node_infoset")
     parent_node = _host_array(game, "node_parent")
     depth = host["node_depth"]
-    H, I = player.shape[0], game.num_infosets
+    H, n_inf = player.shape[0], game.num_infosets
     last = np.full((H, 2), -1, np.int64)  # p's infoset at the nearest ancestor-or-self
     for d in range(int(depth.max()) + 1):
         nodes = np.nonzero(depth == d)[0]
@@ -431,7 +431,7 @@ def infoset_forest(game: Game) -> InfosetForest:
     acting = np.nonzero(player >= 0)[0]
     par = parent_node[acting]
     above = np.where(par >= 0, last[np.maximum(par, 0), player[acting]], -1)
-    parent = np.full(I, -2, np.int64)
+    parent = np.full(n_inf, -2, np.int64)
     parent[infoset[acting]] = above
     if (parent[infoset[acting]] != above).any():
         bad = int(infoset[acting][parent[infoset[acting]] != above][0])
@@ -439,12 +439,12 @@ def infoset_forest(game: Game) -> InfosetForest:
             f"infoset {bad} of {game.name}: its histories follow different earlier infosets "
             "of its player (imperfect recall); the infoset forest needs perfect recall"
         )
-    children = [[] for _ in range(I)]
-    for j in range(I):
+    children = [[] for _ in range(n_inf)]
+    for j in range(n_inf):
         if parent[j] >= 0:
             children[parent[j]].append(j)
-    pre = np.zeros(I, np.int32)
-    end = np.zeros(I, np.int32)
+    pre = np.zeros(n_inf, np.int32)
+    end = np.zeros(n_inf, np.int32)
     counter = 0
     for root in np.nonzero(parent < 0)[0]:
         stack = [(int(root), False)]
