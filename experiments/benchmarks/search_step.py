@@ -78,7 +78,7 @@ def main(argv=None) -> int:
                 run = jax.jit(bot.search)
                 keys = [jax.random.key(r) for r in range(3)]
             else:
-                state = jax.vmap(lambda _, b=bot: b.init(game))(jnp.arange(B))
+                state = jax.vmap(lambda _, b=bot, g=game: b.init(g))(jnp.arange(B))
                 run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), donate_argnums=1)
                 keys = [jax.random.split(jax.random.key(r), B) for r in range(3)]
             t0 = time.process_time()
