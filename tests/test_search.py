@@ -357,3 +357,65 @@ def test_bytes_per_match_and_table_rows():
     assert tbl.num_rows(game) == I
     oos_bytes = 2 * I * A * 4 + I + 4
     assert jaxcfr.search.bytes_per_match(game, jaxcfr.oos(), jaxcfr.random_bot()) == oos_bytes + 4
+
+
+# ---------------------------------------------------------------- aggregate method
+KUHN_BELOW = {  # OOS paper's aggregate method: an infoset and its own successors
+    "P0 card:J | ": {"P0 card:J | ", "P0 card:J | pb"},
+    "P0 card:Q | ": {"P0 card:Q | ", "P0 card:Q | pb"},
+    "P0 card:K | ": {"P0 card:K | ", "P0 card:K | pb"},
+}
+
+
+def test_at_or_below_by_hand_kuhn():
+    """Kuhn by hand: P0's first infoset (its card) has one successor of its own, the
+    same card after pass-bet; every other infoset (P0 after pb, all of P1's) is a leaf
+    of its player's forest; the root view covers every row."""
+    game = _game("kuhn_poker")
+    keys = game.meta.infoset_keys
+    for i, name in enumerate(keys):
+        got = {keys[j] for j in np.nonzero(np.asarray(tbl.at_or_below(game, jnp.int32(i))))[0]}
+        assert got == KUHN_BELOW.get(name, {name}), name
+    assert bool(jnp.all(tbl.at_or_below(game, jnp.int32(-1))))
+
+
+def _counting_bot(action):
+    """A bot whose strategy weights are its iteration count in every cell (so each
+    search changes every row) and which always plays ``action``."""
+
+    def init(game):
+        return jnp.zeros((), jnp.float32)
+
+    def search(game, state, view, key, num_iterations):
+        return state + num_iterations
+
+    def policy(game, state, view):
+        return jax.nn.one_hot(action, game.num_actions, dtype=game.sf_payoff.dtype)
+
+    def strategy(game, state):
+        R = tbl.num_rows(game)
+        return jnp.full((R, game.num_actions), state, game.sf_payoff.dtype), jnp.ones(R, bool)
+
+    return _bots.Bot(init, search, policy, strategy, f"count{action}")
+
+
+def test_aggregate_adds_the_current_infoset_and_its_successors():
+    """Kuhn, seat 0 always passes, seat 1 always bets, 3 iterations per move: seat 0
+    searches at its card (rows card and card-pb get 3 each) and at card-pb (that row
+    gets 3 more). By hand, summed over M matches: the three card rows hold 3 M per
+    action, each card-pb row twice its card row, P1's rows nothing (the old method,
+    every changed row, would give P1's rows 6 M)."""
+    game = _game("kuhn_poker")
+    M = 12
+    _, acc = jaxcfr.play(
+        game, _counting_bot(0), _counting_bot(1), M, 3, jax.random.key(0), collect=0
+    )
+    acc = np.asarray(acc)
+    keys = game.meta.infoset_keys
+    first = [keys.index(f"P0 card:{c} | ") for c in "JQK"]
+    second = [keys.index(f"P0 card:{c} | pb") for c in "JQK"]
+    p1 = [i for i, k in enumerate(keys) if k.startswith("P1")]
+    np.testing.assert_array_equal(acc[first].sum(axis=0), [3 * M, 3 * M])
+    np.testing.assert_array_equal(acc[second], 2 * acc[first])
+    np.testing.assert_array_equal(acc[p1], 0)
+    assert acc[first].min() > 0  # every card dealt at least once in 12 matches

@@ -1,9 +1,11 @@
 """One search bot's cost per simulation and compile cost, in process CPU time.
 
 ``python -m experiments.benchmarks search_step [--games ld,leduc] [--bots uct,rm,pst]
-[--iterations 2000]``
+[--iterations 2000] [--batch 1]``
 
-For each game and bot: one ``jax.jit(bot.search)`` from the root on a single searcher.
+For each game and bot: one ``jax.jit(bot.search)`` from the root on a single searcher
+(``--batch B``: ``jax.vmap`` over B searchers from the root, as the ``search``
+benchmark; per simulation then divides by B x iterations).
 Reports the compile CPU seconds, the CPU milliseconds of a call with 0 iterations (the
 per-call work: node tables, target paths, w_T), the CPU microseconds per simulation
 (``(t(N) - t(0)) / N``, min of 3 calls each) and the size of the compiled loop body
@@ -54,9 +56,11 @@ def main(argv=None) -> int:
     ap.add_argument("--games", default="ld,leduc")
     ap.add_argument("--bots", default="uct,rm,pst")
     ap.add_argument("--iterations", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=1)
     args = ap.parse_args(argv)
     view = jaxcfr.root_view()
     print(
+        f"batch {args.batch}\n"
         "| game | bot | compile CPU s | per call CPU ms | per simulation CPU us | "
         "body kernels | body HLO lines |"
     )
@@ -69,9 +73,16 @@ def main(argv=None) -> int:
             if b == "pst" and g == "iigs6":
                 continue
             state = bot.init(game)
-            run = jax.jit(bot.search)
+            B = args.batch
+            if B == 1:
+                run = jax.jit(bot.search)
+                keys = [jax.random.key(r) for r in range(3)]
+            else:
+                state = jax.vmap(lambda _, b=bot, g=game: b.init(g))(jnp.arange(B))
+                run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), donate_argnums=1)
+                keys = [jax.random.split(jax.random.key(r), B) for r in range(3)]
             t0 = time.process_time()
-            compiled = run.lower(game, state, view, jax.random.key(0), jnp.int32(1)).compile()
+            compiled = run.lower(game, state, view, keys[0], jnp.int32(1)).compile()
             comp = time.process_time() - t0
             kernels, lines = _body_size(compiled.as_text())
             cost = {}
@@ -80,11 +91,11 @@ def main(argv=None) -> int:
                 for r in range(3):
                     t0 = time.process_time()
                     state = jax.block_until_ready(
-                        compiled(game, state, view, jax.random.key(r), jnp.int32(n))
+                        compiled(game, state, view, keys[r], jnp.int32(n))
                     )
                     ts.append(time.process_time() - t0)
                 cost[n] = min(ts)
-            per_sim = (cost[args.iterations] - cost[0]) / args.iterations
+            per_sim = (cost[args.iterations] - cost[0]) / (args.iterations * B)
             print(
                 f"| {g} | {bot.name} | {comp:.1f} | {cost[0] * 1e3:.1f} | {per_sim * 1e6:.1f} | "
                 f"{kernels} | {lines:,} |",

@@ -322,12 +322,15 @@ def _fig3_aggregate(ctx: Context) -> str:
         ]
     lines = [
         f"Settings: aggregate method, {matches} matches of the searcher against the random "
-        "bot (half in each seat); after each of the searcher's searches the change of its "
-        "strategy weights (OOS: s_I, UCT: visit counts, RM: mean-strategy sums) is added "
-        "to a global table (deviation: every infoset the search touched, not only the "
-        "successors of the current one; no 20-sample threshold); infosets never reached "
-        "play a fixed random action. NashConv of the global strategy versus iterations "
-        "per move.",
+        "bot (half in each seat); after each of the searcher's searches at infoset I, the "
+        "change that search made to its strategy weights (OOS: s_J, UCT: visit counts, "
+        "RM: mean-strategy sums) in I and in every infoset J of its own below I is added "
+        "to a global table, as the paper's method (`jaxcfr.play(..., collect=seat)`; raw "
+        "weights, so each J enters in proportion to its sampled mass: UCT/RM its visits); "
+        "infosets never added play a fixed random action. NashConv of the global "
+        "strategy versus iterations per move. GTLibrary's code also skips infosets with "
+        "< 20 samples, which the paper does not state; not applied here (OOS keeps no "
+        "per-infoset sample count).",
         "",
         "| game | searcher | " + " | ".join(f"{b:,} it/move" for b in budgets) + " |",
         "|---|---|" + "---|" * len(budgets),

@@ -57,8 +57,10 @@ def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=No
     """One depth step of every match of a chunk: (states, h[, acc]); ``h`` the matches'
     node ids (compiled) or game states (step form).
 
-    ``collect`` (a seat) adds, after each of that seat's searches, the change of its
-    bot's strategy weights to ``acc`` [B, R, A] (the aggregate method)."""
+    ``collect`` (a seat) adds, after each of that seat's searches at infoset I, the
+    change of its bot's strategy weights in the rows at or below I
+    (:func:`~jaxcfr.search._table.at_or_below`) to ``acc`` [B, R, A] (the aggregate
+    method)."""
     player = _node_player(game, h)
     step_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, s)
     split = jax.vmap(lambda k: jax.random.split(k, 3))(step_keys)  # [B, 3, 2]
@@ -80,7 +82,8 @@ def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=No
         if collect == p:
             before = jax.vmap(bot.strategy, (None, 0))(game, st)[0]
             after = jax.vmap(bot.strategy, (None, 0))(game, new)[0]
-            acc = acc + (after - before)
+            below = jax.vmap(tbl.at_or_below, (None, 0))(game, views.infoset)  # [B, R]
+            acc = acc + jnp.where((acts[:, None] & below)[..., None], after - before, 0.0)
         new_states.append(new)
     pols = [
         jax.vmap(bot.policy, (None, 0, 0))(game, st, views)
@@ -172,9 +175,13 @@ def play(
     jitted, vmapped call.
 
     ``collect`` (0 or 1): also return the aggregate method's global strategy weights
-    of that seat's bot, ``[R, A]``: after each of its searches, the change of its
-    strategy weights (OOS: s_I; ISMCTS: visit counts or RM mean sums) summed over
-    its moves and matches.
+    of that seat's bot, ``[R, A]`` (OOS paper, Sec. 5; ALGORITHMS.md 2.6): after each
+    of its searches at infoset I, the change that search made to its strategy weights
+    (OOS: s_J; ISMCTS-UCT: visit counts; ISMCTS-RM: mean-strategy sums) in I and in
+    every infoset J of its own below I, summed over its moves and matches. Raw
+    weights, so each J enters with its sampled mass (UCT and RM: its visits in that
+    search) as the paper's "weight proportional to the number of visits"; rows the
+    search changed outside I's subtree (other branches sampled from I) are not added.
 
     ``game`` may be the step form of a game (``games_tensor.step.load``): the engine
     holds the game state and each bot sees its information-state key
@@ -204,6 +211,8 @@ def play(
         if not isinstance(b, _bots.Bot):
             raise ValueError(f"{name} must be a Bot (jaxcfr.oos(), ismcts(), random_bot())")
         b.init(game)  # host-side tables (target sets, level layout) before tracing
+    if collect is not None:
+        tbl.infoset_forest(game)  # host-side, for at_or_below inside the trace
     per_match = max(bytes_per_match(game, bot_p1, bot_p2), 1)
     if chunk_size is None:
         chunk_size = int(max(1, min(512, DEFAULT_MEMORY // per_match)))

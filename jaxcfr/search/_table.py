@@ -387,3 +387,87 @@ def path_reach(game: Game, paths: Paths, policy: jax.Array) -> jax.Array:
     p = jnp.where(above, p, 1.0)
     live = jnp.arange(M) < paths.count
     return jnp.sum(jnp.where(live, jnp.prod(p, axis=0), 0.0))
+
+
+# ---------------------------------------------------------------- infoset forest
+@dataclasses.dataclass(frozen=True)
+class InfosetForest:
+    """Each player's infosets as a forest, numbered in depth-first pre-order (host).
+
+    The parent of infoset J (player p) is p's infoset at the nearest strict ancestor
+    of J's histories where p acts (perfect recall: the same for every history of J,
+    checked); -1 for p's first infoset. pre: [I] int32 pre-order number of each infoset
+    (both players' forests in one numbering); end: [I] int32 one past the last number
+    in its subtree, so J is at or below I iff ``pre[I] <= pre[J] < end[I]``.
+    parent: [I] int32.
+    """
+
+    pre: np.ndarray
+    end: np.ndarray
+    parent: np.ndarray
+
+
+def infoset_forest(game: Game) -> InfosetForest:
+    """The :class:`InfosetForest` of a compiled game (memoized in ``game.meta.host``);
+    ``ValueError`` when an infoset's histories disagree on the player's previous
+    infoset (imperfect recall)."""
+    forest = game.meta.host.get("search_infoset_forest")
+    if forest is not None:
+        return forest
+    host = game.meta.host
+    player = host["node_player"]
+    infoset = _host_array(game, "node_infoset")
+    parent_node = _host_array(game, "node_parent")
+    depth = host["node_depth"]
+    H, n_inf = player.shape[0], game.num_infosets
+    last = np.full((H, 2), -1, np.int64)  # p's infoset at the nearest ancestor-or-self
+    for d in range(int(depth.max()) + 1):
+        nodes = np.nonzero(depth == d)[0]
+        par = parent_node[nodes]
+        if d > 0:
+            last[nodes] = last[par]
+        acting = nodes[player[nodes] >= 0]
+        last[acting, player[acting]] = infoset[acting]
+    acting = np.nonzero(player >= 0)[0]
+    par = parent_node[acting]
+    above = np.where(par >= 0, last[np.maximum(par, 0), player[acting]], -1)
+    parent = np.full(n_inf, -2, np.int64)
+    parent[infoset[acting]] = above
+    if (parent[infoset[acting]] != above).any():
+        bad = int(infoset[acting][parent[infoset[acting]] != above][0])
+        raise ValueError(
+            f"infoset {bad} of {game.name}: its histories follow different earlier infosets "
+            "of its player (imperfect recall); the infoset forest needs perfect recall"
+        )
+    children = [[] for _ in range(n_inf)]
+    for j in range(n_inf):
+        if parent[j] >= 0:
+            children[parent[j]].append(j)
+    pre = np.zeros(n_inf, np.int32)
+    end = np.zeros(n_inf, np.int32)
+    counter = 0
+    for root in np.nonzero(parent < 0)[0]:
+        stack = [(int(root), False)]
+        while stack:
+            j, done = stack.pop()
+            if done:
+                end[j] = counter
+                continue
+            pre[j] = counter
+            counter += 1
+            stack.append((j, True))
+            stack.extend((c, False) for c in reversed(children[j]))
+    forest = InfosetForest(pre, end, parent.astype(np.int32))
+    host["search_infoset_forest"] = forest
+    return forest
+
+
+def at_or_below(game: Game, infoset: jax.Array) -> jax.Array:
+    """``[R]`` bool: the rows of the infosets at or below ``infoset`` in its player's
+    forest (:func:`infoset_forest`; build it with that call before tracing). Jittable,
+    ``vmap`` over ``infoset``; ``infoset < 0`` (the root view): every row."""
+    forest = infoset_forest(game)
+    pre = jnp.asarray(forest.pre)
+    i = jnp.maximum(infoset, 0)
+    inside = (pre >= pre[i]) & (pre < jnp.asarray(forest.end)[i])
+    return jnp.where(infoset >= 0, inside, True)
