@@ -39,8 +39,15 @@ from experiments.reproduce import Context, Target
 from experiments.reproduce._stats import mean_ci95
 
 PAPER = "Lanctot, Gibson, Burch, Zinkevich, Bowling, ICML 2012"
-BYTES_PER_HISTORY = 600  # the compiler's own estimate (games_tensor._compile)
 MEMORY_LIMIT_GIB = 4.0
+# The dense compiler's peak memory per history, measured by
+# ``python -m experiments.benchmarks compile_bytes`` (2026-11-24; peak RSS of
+# ``games_tensor.load`` in a fresh process above its RSS before the call): the marginal
+# cost of a least-squares fit over LD(1,1) with 4 / 5 / 6 faces (44 MiB fixed), and DRP's
+# own bytes per history, its fixed part included (an upper bound). The compiler's own
+# estimate (``games_tensor._compile``) is 600.
+BYTES_PER_HISTORY = {"LD(1,1) fit, marginal": 582, "DRP, fixed part included": 880}
+IMPORT_MIB = 239  # a process that only imports games_tensor and jax (the same command)
 
 
 # ------------------------------------------------------------------ helpers
@@ -249,10 +256,11 @@ def run_table1(ctx: Context) -> str:
         )
     row("Section 7 counterexample (forget side)", lambda: gt.load("recall_counterexample"))
     h3 = drp_histories(3)
-    gib = h3 * BYTES_PER_HISTORY / 2**30
+    gib = {k: (h3 * v / 2**20 + IMPORT_MIB) / 1024 for k, v in BYTES_PER_HISTORY.items()}
+    cost = " to ".join(f"{g:.1f}" for g in gib.values())
     rows += [
         f"| DRP-3 / DRP-IR-3 (App. B) | {h3:,} (counted) | - | - | - | - | - | does not fit: "
-        f"about {gib:.1f} GiB to compile (> {MEMORY_LIMIT_GIB:g} GiB) |",
+        f"{cost} GiB peak to compile (> {MEMORY_LIMIT_GIB:g} GiB) |",
         "| PTTT (full, FOSF, FOI, FOS, FOE) | about 1e10 (paper) | - | - | - | - | "
         "paper: FOSF 20%, FOS 87% | does not fit the dense compiler (about 5.6 TiB) |",
         "| Bluff(2,2), last r bids | about 1e10 (paper) | - | - | - | - | "
@@ -271,10 +279,16 @@ def run_table1(ctx: Context) -> str:
             *rows,
             "",
             f"DRP-3 history count: the betting-round recursion of `drp_histories` (checked "
-            f"against the compiled DRP: {drp_histories(2):,} histories); memory at the "
-            f"compiler's estimate of {BYTES_PER_HISTORY} bytes per history. DRP-IR-3 is "
-            "therefore not reproduced. PTTT and Bluff(2,2) have about 1e10 histories "
-            "(the paper), so their rows are not computed.",
+            f"against the compiled DRP: {drp_histories(2):,} histories). Its cost: the "
+            "compiler's peak memory per history measured by `python -m "
+            "experiments.benchmarks compile_bytes` ("
+            + "; ".join(
+                f"{k}: {v} B/history -> {gib[k]:.1f} GiB" for k, v in BYTES_PER_HISTORY.items()
+            )
+            + f", the {IMPORT_MIB} MiB of the imports included; the compiler's own estimate "
+            "is 600 B/history). DRP-IR-3 is therefore not reproduced: the abstraction "
+            "shrinks the solver's tables, not the compiled history tree. PTTT and Bluff(2,2) "
+            "have about 1e10 histories (the paper), so their rows are not computed.",
         ]
     )
 
