@@ -165,10 +165,9 @@ def _player_update(
     regrets and the player's own reach ``pi_p(I)`` are summed into the abstract
     infosets, and a 4th block (the full ``[A, n_p]`` average) is updated too when
     present. The regrets ``[A, n_p]`` and the reach ``[n_p]`` are summed as one stacked
-    ``[A + 1, n_p]`` segment sum: one gather kernel instead of two (XLA's cost model
-    counts more bytes accessed, 0.926 vs 0.876 of full keying on DRP-IR, but the CPU time
-    measured is lower: docs/imperfect_recall.md). (Reading the full average's increment
-    from the plan table raised XLA's estimate and was reverted.)"""
+    ``[A + 1, n_p]`` segment sum (one kernel instead of two; the CPU time measured in
+    docs/imperfect_recall.md "Memory and speed"). (Reading the full average's increment
+    from the plan table raised XLA's bytes-accessed estimate and was reverted.)"""
     regrets, ssum, pred = blocks[:3]
     g, g_root = sf.own_terminal_values(game, opp_plan, player)
     bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy, g_root)
