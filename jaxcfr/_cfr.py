@@ -164,9 +164,10 @@ def _player_update(
     With an abstract ``view``, blocks are ``[A, m_p]``: the full game's instantaneous
     regrets and the player's own reach ``pi_p(I)`` are summed into the abstract
     infosets, and a 4th block (the full ``[A, n_p]`` average) is updated too when
-    present. (Summing the stacked ``[A + 1, n_p]`` in one reduction, or reading the
-    full average's increment from the plan table, each raised XLA's estimate of the
-    bytes the update accesses on DRP-IR: ``compiled.cost_analysis()``.)"""
+    present. The regrets ``[A, n_p]`` and the reach ``[n_p]`` are summed as one stacked
+    ``[A + 1, n_p]`` segment sum (one kernel instead of two; the CPU time measured in
+    docs/imperfect_recall.md "Memory and speed"). (Reading the full average's increment
+    from the plan table raised XLA's bytes-accessed estimate and was reverted.)"""
     regrets, ssum, pred = blocks[:3]
     g, g_root = sf.own_terminal_values(game, opp_plan, player)
     bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy, g_root)
@@ -178,7 +179,8 @@ def _player_update(
     if isinstance(view, abst.AbstractView):
         plan = over_actions(w * reach, mask.shape) * full_policy  # w pi_p(I) sigma(I, a)
         full = [(b + plan) * decay for b in blocks[3:]]
-        inst, reach = view.reduce(game, player, inst), view.reduce(game, player, reach)
+        both = view.reduce(game, player, jnp.concatenate([inst, reach[None]], axis=0))
+        inst, reach = both[:-1], both[-1]  # one segment sum for both (one kernel)
         mask = view.legal(game, player)
     increment = rounded(over_actions(w * reach, mask.shape) * policy)
     new_regrets = jnp.where(mask, regret_update(regrets, inst, t), 0.0)

@@ -419,3 +419,45 @@ def test_no_recompile_across_iterations():
         state = step(game, state, jax.random.PRNGKey(t))
     assert len(traces) == 1
     assert state.iteration.dtype == jnp.int32
+
+
+# ------------------------------------------------------------------ reproduction plumbing
+def test_reproduction_key_reaches_the_chance_sampled_runs(monkeypatch, tmp_path):
+    # python -m experiments reproduce --key K must set the chance-sampled seeds; the
+    # games and the runs are stubbed out: only the wiring ctx.key -> _curves is tested
+    from experiments.reproduce import Context, imperfect_recall
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def fake_curves(game, **kwargs):
+        seen.append(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(imperfect_recall, "_curves", fake_curves)
+    monkeypatch.setattr(imperfect_recall.gt, "load", lambda *a, **k: None)
+    for run in (imperfect_recall.run_fig1_drp, imperfect_recall.run_fig1_ld):
+        with pytest.raises(Stop):
+            run(Context(out=tmp_path, quick=True, key=12345))
+    assert [(k["chance_sampling"], k["key"]) for k in seen] == [(True, 12345)] * 2
+
+
+def test_reproduction_curves_depend_on_the_key_and_resume(tmp_path):
+    from experiments.reproduce.imperfect_recall import _curves
+
+    game = gt.load("kuhn_poker")
+    kw = dict(iterations=4, eval_every=2, seeds=1, chance_sampling=True)
+    _, a, _ = _curves(game, key=0, **kw)
+    _, b, _ = _curves(game, key=1, **kw)
+    assert not np.array_equal(a, b)  # another key, other chance outcomes
+    # a run stopped after 2 iterations and continued from its checkpoint gives the
+    # same curve as the uninterrupted run
+    ckpt = tmp_path / "c.npz"
+    _curves(game, key=0, ckpt=ckpt, **{**kw, "iterations": 2})
+    x, c, _ = _curves(game, key=0, ckpt=ckpt, **kw)
+    np.testing.assert_array_equal(x, [2, 4])
+    np.testing.assert_array_equal(c, a)
+    _, d, _ = _curves(game, key=5, ckpt=ckpt, **kw)  # finished: read back, not recomputed
+    np.testing.assert_array_equal(d, a)

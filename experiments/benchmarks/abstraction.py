@@ -1,20 +1,27 @@
-"""Abstraction-keyed CFR against full CFR on the same game: iterations/s and state bytes.
+"""Abstraction-keyed CFR against full CFR on the same game: speed ratios and state bytes.
 
 ``python -m experiments.benchmarks abstraction``. For each game with an imperfect-recall
-abstraction (DRP-IR; LD(1,1) with the last-r-bids abstraction) it times, in the same
-process, CFR keyed by the full infosets (``keying="full"``), by the abstract ones
-(``keying="abstract"``: ``[J, A]`` tables) and abstract with the full-game average for
-the measure (``full_average=True``: one extra ``[I, A]`` table). Single-run
-``lax.scan``-compiled steady state (chunks of ``--length`` iterations), the variants'
-chunks interleaved round by round (``--rounds``, order reversed every other round, so
-a change of machine load hits every variant alike), best chunk of each; compile time
-separately; state bytes are the solver state's array bytes. On a shared machine compare
-the ratios, not the rates.
-"""
+abstraction (DRP-IR; LD(1,1) with the last-r-bids abstraction, r = 1..4) it times, in
+the same process, CFR keyed by the full infosets (``keying="full"``), by the abstract
+ones (``keying="abstract"``: ``[J, A]`` tables) and abstract with the full-game average
+for the measure (``full_average=True``: one extra ``[I, A]`` table). Single-run
+compiled steady state: one ``fori_loop`` per variant, compiled once, run in chunks of
+``--length`` iterations (by default as many as take ``--chunk-cpu`` CPU seconds). The
+variants' chunks are interleaved A/B round by round (``--rounds``; the order rotates
+every round, so a change of machine load hits every variant alike); each chunk is timed
+in CPU time of the process (``time.process_time``: all its threads; less sensitive to
+other processes than wall-clock) and in wall-clock. Reported per variant: the ratio of
+its speed to full keying's, paired within each round (full's chunk time / its chunk
+time), as median [min, max] over the rounds, in CPU time and in wall-clock; the median
+rate; compile time (the first call, one iteration); state bytes (the solver state's
+arrays) and XLA's own cost model of one update (flops, bytes accessed: independent of
+the load). The machine's load average is printed before and after. On a shared machine
+compare the ratios, not the rates."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -26,8 +33,10 @@ from experiments.sizes import format_table
 
 GAMES = {
     "DRP-IR": ("die_roll_poker", {"abstraction": "ir"}),
-    "LD(1,1) r=4": ("liars_dice", {"recall": 4}),
     "LD(1,1) r=1": ("liars_dice", {"recall": 1}),
+    "LD(1,1) r=2": ("liars_dice", {"recall": 2}),
+    "LD(1,1) r=3": ("liars_dice", {"recall": 3}),
+    "LD(1,1) r=4": ("liars_dice", {"recall": 4}),
 }
 VARIANTS = (
     ("full", {"keying": "full"}),
@@ -36,12 +45,13 @@ VARIANTS = (
 )
 
 
-def _scan_fn(solver, length):
-    def many(game, state):
-        step = lambda s, _: (solver.update(game, s), None)  # noqa: E731
-        return jax.lax.scan(step, state, None, length=length)[0]
+def _loop_fn(solver):
+    """``fn(game, state, n)``: n updates in one compiled loop (n dynamic: one compile)."""
 
-    return many
+    def many(game, state, n):
+        return jax.lax.fori_loop(0, n, lambda _, s: solver.update(game, s), state)
+
+    return jax.jit(many)
 
 
 def xla_cost(solver, game) -> dict:
@@ -57,6 +67,16 @@ def state_bytes(solver, game) -> int:
     return sum(int(np.asarray(x).nbytes) for x in jax.tree.leaves(solver.init(game)))
 
 
+def _ratio(base, other) -> str:
+    """Median [min, max] of the per-round speed ratios ``base / other`` (chunk times)."""
+    r = np.asarray(base) / np.asarray(other)
+    return f"{np.median(r):.2f} [{r.min():.2f}, {r.max():.2f}]"
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m experiments.benchmarks abstraction",
@@ -66,44 +86,70 @@ def main(argv=None):
     parser.add_argument("--games", default=";".join(GAMES), help="';'-separated labels")
     parser.add_argument("--algorithm", default="cfr", help="a CFR-family factory of jaxcfr")
     parser.add_argument("--alternating", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--rounds", type=int, default=7, help="timed chunks per variant")
+    parser.add_argument("--rounds", type=int, default=9, help="timed chunks per variant")
     parser.add_argument(
-        "--length", type=int, default=0, help="iterations per chunk (0: ~2e7 histories)"
+        "--length", type=int, default=0, help="iterations per chunk (0: from --chunk-cpu)"
+    )
+    parser.add_argument(
+        "--chunk-cpu", type=float, default=0.5, help="CPU seconds per chunk when --length 0"
+    )
+    parser.add_argument(
+        "--variants",
+        default=";".join(v for v, _ in VARIANTS),
+        help="';'-separated keyings to time (the first is the reference)",
     )
     args = parser.parse_args(argv)
+    chosen = [v for v in VARIANTS if v[0] in args.variants.split(";")]
+    print(f"start: {_load()}", flush=True)
     rows = []
     for label in args.games.split(";"):
         name, params = GAMES[label]
         game = gt.load(name, **params)
-        length = args.length or int(np.clip(2e7 / game.sizes["histories"], 2, 2000))
         runs = {}
-        for variant, opts in VARIANTS:
+        for variant, opts in chosen:
             solver = getattr(jaxcfr, args.algorithm)(alternating=args.alternating, **opts)
-            fn = jax.jit(_scan_fn(solver, length))
+            fn = _loop_fn(solver)
             t0 = time.perf_counter()
-            state = jax.block_until_ready(fn(game, solver.init(game)))
-            runs[variant] = [fn, state, time.perf_counter() - t0, np.inf, solver]
+            state = jax.block_until_ready(fn(game, solver.init(game), 1))
+            runs[variant] = {
+                "fn": fn,
+                "state": state,
+                "compile": time.perf_counter() - t0,
+                "cpu": [],
+                "wall": [],
+                "solver": solver,
+            }
+        length = args.length
+        if not length:  # about --chunk-cpu seconds of CPU time per chunk of the reference
+            first = runs[chosen[0][0]]
+            c0 = time.process_time()
+            first["state"] = jax.block_until_ready(first["fn"](game, first["state"], 10))
+            length = int(np.clip(10 * args.chunk_cpu / (time.process_time() - c0), 2, 100_000))
+        names = list(runs)
         for r in range(args.rounds):
-            for variant in list(runs)[:: 1 if r % 2 else -1]:
+            shift = r % len(names)
+            for variant in names[shift:] + names[:shift]:
                 run = runs[variant]
-                t0 = time.perf_counter()
-                run[1] = jax.block_until_ready(run[0](game, run[1]))
-                run[3] = min(run[3], time.perf_counter() - t0)
-        base_rate = base_bytes = base_cost = None
-        for variant, (_, _, first, best, solver) in runs.items():
-            compile_s, rate = first - best, length / best
-            nbytes = state_bytes(solver, game)
-            cost = xla_cost(solver, game)
-            base_rate = base_rate or rate
-            base_bytes = base_bytes or nbytes
-            base_cost = base_cost or cost
+                c0, t0 = time.process_time(), time.perf_counter()
+                run["state"] = jax.block_until_ready(run["fn"](game, run["state"], length))
+                run["wall"].append(time.perf_counter() - t0)
+                run["cpu"].append(time.process_time() - c0)
+        base = runs[names[0]]
+        base_bytes = state_bytes(base["solver"], game)
+        base_cost = xla_cost(base["solver"], game)
+        for variant, run in runs.items():
+            compile_s = run["compile"]
+            nbytes = state_bytes(run["solver"], game)
+            cost = xla_cost(run["solver"], game)
             rows.append(
                 [
                     label,
                     variant,
+                    f"{length}",
                     f"{compile_s:.2f}",
-                    f"{rate:,.0f}",
-                    f"{rate / base_rate:.2f}",
+                    f"{length / np.median(run['cpu']):,.0f}",
+                    _ratio(base["cpu"], run["cpu"]),
+                    _ratio(base["wall"], run["wall"]),
                     f"{nbytes:,}",
                     f"{nbytes / base_bytes:.3f}",
                     f"{cost['flops'] / base_cost['flops']:.3f}",
@@ -113,15 +159,21 @@ def main(argv=None):
             print(" | ".join(rows[-1]), flush=True)
     print()
     dev = jax.devices()[0]
-    print(f"device: {dev.platform} ({dev.device_kind}), algorithm {args.algorithm}, float32")
+    print(
+        f"device: {dev.platform} ({dev.device_kind}), algorithm {args.algorithm}, float32, "
+        f"{'alternating' if args.alternating else 'simultaneous'} updates, "
+        f"{args.rounds} rounds; end: {_load()}"
+    )
     print(
         format_table(
             [
                 "game",
                 "keying",
+                "chunk",
                 "compile s",
-                "it/s",
-                "it/s vs full",
+                "it/s (CPU time, median)",
+                "speed vs full, CPU time: median [range]",
+                "speed vs full, wall: median [range]",
                 "state bytes",
                 "bytes vs full",
                 "XLA flops vs full",

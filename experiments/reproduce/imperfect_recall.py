@@ -12,13 +12,23 @@ for thousands of iterations instead of the paper's millions; vanilla (full-width
 from the uniform profile runs beside it as a deterministic reference (one run). The
 Section 7 counterexample uses vanilla CFR: its claim (CFR stalls at a profile where every
 instantaneous regret is 0) is about the exact iteration.
+
+``--key`` sets the chance-sampled runs' seeds (seed i of a curve: ``fold_in(PRNGKey(key),
+i)``; every curve of a figure uses the same seed keys). Runs are resumable: each curve
+saves its state and curve after every evaluation under ``<out>/checkpoints/<mode>-key<key>/``
+(Table 1: its finished rows) and a rerun continues from there.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from functools import lru_cache
+from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -29,27 +39,104 @@ from experiments.reproduce import Context, Target
 from experiments.reproduce._stats import mean_ci95
 
 PAPER = "Lanctot, Gibson, Burch, Zinkevich, Bowling, ICML 2012"
-BYTES_PER_HISTORY = 600  # the compiler's own estimate (games_tensor._compile)
 MEMORY_LIMIT_GIB = 4.0
+# The dense compiler's peak memory per history, measured by
+# ``python -m experiments.benchmarks compile_bytes`` (2026-11-24; peak RSS of
+# ``games_tensor.load`` in a fresh process above its RSS before the call): the marginal
+# cost of a least-squares fit over LD(1,1) with 4 / 5 / 6 faces (44 MiB fixed), and DRP's
+# own bytes per history, its fixed part included (an upper bound). The compiler's own
+# estimate (``games_tensor._compile``) is 600.
+BYTES_PER_HISTORY = {"LD(1,1) fit, marginal": 582, "DRP, fixed part included": 880}
+IMPORT_MIB = 239  # a process that only imports games_tensor and jax (the same command)
 
 
 # ------------------------------------------------------------------ helpers
-def _curves(game, *, iterations, eval_every, seeds, chance_sampling=False, keying="auto"):
-    """(iterations [E], full-game regret [seeds, E], seconds) of simultaneous CFR."""
+def _ckpt(ctx: Context, tag: str) -> Path:
+    """The checkpoint file of one curve of a run: ``<out>/checkpoints/<mode>-key<key>/``."""
+    d = ctx.out / "checkpoints" / f"{'quick' if ctx.quick else 'full'}-key{ctx.key}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"{tag}.npz"
+
+
+def _curves(
+    game,
+    *,
+    iterations,
+    eval_every,
+    seeds,
+    chance_sampling=False,
+    keying="auto",
+    alternating=False,
+    key=0,
+    ckpt=None,
+):
+    """(iterations [E], full-game regret [seeds, E], seconds) of CFR (simultaneous unless
+    ``alternating``) with the full-game average, from the uniform profile.
+
+    key: the base PRNG seed (``--key``); seed i of a chance-sampled run draws iteration t's
+      outcomes from ``fold_in(fold_in(PRNGKey(key), i), t)`` (``jaxcfr.run``). Vanilla CFR
+      is deterministic and ignores it.
+    ckpt: a ``.npz`` path: the batched state, the curve and the seconds spent are saved
+      after every evaluation; a rerun continues from the saved state (same numbers: the
+      outcome drawn at iteration t depends only on the seed key and t) and a finished
+      curve is read back without computing. seconds: summed over every session's run.
+    """
     solver = jaxcfr.cfr(
-        alternating=False, keying=keying, full_average=True, chance_sampling=chance_sampling
+        alternating=alternating,
+        keying=keying,
+        full_average=True,
+        chance_sampling=chance_sampling,
     )
+    state, its, ncs, before = None, [], [], 0.0
+    if ckpt is not None and Path(ckpt).exists():
+        data = np.load(ckpt)
+        its, ncs, before = (
+            list(data["iterations"]),
+            list(data["nash_conv"].T),
+            float(data["seconds"]),
+        )
+        if its and its[-1] < iterations:  # unfinished: rebuild the batched state
+            shapes = jax.eval_shape(jax.vmap(lambda _: solver.init(game)), jnp.arange(seeds))
+            leaves = [jnp.asarray(data[f"leaf{i}"]) for i in range(len(jax.tree.leaves(shapes)))]
+            state = jax.tree.unflatten(jax.tree.structure(shapes), leaves)
+    done = int(its[-1]) if its else 0
     t0 = time.perf_counter()
-    res = jaxcfr.run(
-        solver,
-        game,
-        iterations,
-        eval_every,
-        num_seeds=seeds,
-        init_scale=0.0,
-        evaluate="full_regret",
+
+    def save(it, nc, st):
+        its.append(it)
+        ncs.append(np.asarray(nc, np.float64))
+        if ckpt is None:
+            return
+        leaves = {f"leaf{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(st))}
+        tmp = Path(str(ckpt) + ".tmp.npz")
+        np.savez(
+            tmp,
+            iterations=np.asarray(its),
+            nash_conv=np.stack(ncs, 1),
+            seconds=before + time.perf_counter() - t0,
+            **leaves,
+        )
+        os.replace(tmp, ckpt)
+
+    if done < iterations:
+        jaxcfr.run(
+            solver,
+            game,
+            iterations - done,
+            eval_every,
+            key=jax.random.PRNGKey(key),
+            num_seeds=seeds,
+            init_scale=0.0,
+            evaluate="full_regret",
+            state=state,
+            on_chunk=save,
+        )
+    keep = np.asarray(its) <= iterations
+    return (
+        np.asarray(its)[keep],
+        np.stack(ncs, 1)[:, keep],
+        before + time.perf_counter() - t0,
     )
-    return res.iterations, np.asarray(res.nash_conv, np.float64), time.perf_counter() - t0
 
 
 def _plot(path, series, *, title, ylabel="full-game regret (sum of both players)"):
@@ -142,29 +229,45 @@ def run_table1(ctx: Context) -> str:
         "memory saved | checker |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    drp_ir = gt.load("die_roll_poker", abstraction="ir")
-    rows.append(_size_row("DRP / DRP-IR", drp_ir, _verdict(drp_ir)))
-    skew = gt.load("die_roll_poker", abstraction="ir", skew=0.1)
-    rows.append(_size_row("Skew-DRP(0.1) / Skew-DRP-IR(0.1)", skew, _verdict(skew)))
+    done_file = _ckpt(ctx, "table1").with_suffix(".json")  # finished rows: a rerun continues
+    done = json.loads(done_file.read_text()) if done_file.exists() else {}
+
+    def row(label, load, check=True):
+        if label not in done:
+            game = load()
+            done[label] = _size_row(label, game, _verdict(game) if check else "(not checked)")
+            tmp = done_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(done, indent=1))
+            os.replace(tmp, done_file)
+        rows.append(done[label])
+
+    row("DRP / DRP-IR", lambda: gt.load("die_roll_poker", abstraction="ir"))
+    row(
+        "Skew-DRP(0.1) / Skew-DRP-IR(0.1)",
+        lambda: gt.load("die_roll_poker", abstraction="ir", skew=0.1),
+    )
     recalls = (1, 2, 3, 4, 8) if ctx.quick else tuple(range(1, 13))
     check_ld = {1, 4} if ctx.quick else set(recalls)
     for r in recalls:
-        game = gt.load("liars_dice", recall=r)
-        verdict = _verdict(game) if r in check_ld else "(not checked in --quick)"
-        rows.append(_size_row(f"LD(1,1) = Bluff(1,1), last {r} bids", game, verdict))
-    cx = gt.load("recall_counterexample")
-    rows.append(_size_row("Section 7 counterexample (forget side)", cx, _verdict(cx)))
+        row(
+            f"LD(1,1) = Bluff(1,1), last {r} bids",
+            lambda r=r: gt.load("liars_dice", recall=r),
+            check=r in check_ld,
+        )
+    row("Section 7 counterexample (forget side)", lambda: gt.load("recall_counterexample"))
     h3 = drp_histories(3)
-    gib = h3 * BYTES_PER_HISTORY / 2**30
+    gib = {k: (h3 * v / 2**20 + IMPORT_MIB) / 1024 for k, v in BYTES_PER_HISTORY.items()}
+    cost = " to ".join(f"{g:.1f}" for g in gib.values())
     rows += [
         f"| DRP-3 / DRP-IR-3 (App. B) | {h3:,} (counted) | - | - | - | - | - | does not fit: "
-        f"about {gib:.1f} GiB to compile (> {MEMORY_LIMIT_GIB:g} GiB) |",
+        f"{cost} GiB peak to compile (> {MEMORY_LIMIT_GIB:g} GiB) |",
         "| PTTT (full, FOSF, FOI, FOS, FOE) | about 1e10 (paper) | - | - | - | - | "
         "paper: FOSF 20%, FOS 87% | does not fit the dense compiler (about 5.6 TiB) |",
         "| Bluff(2,2), last r bids | about 1e10 (paper) | - | - | - | - | "
         "paper: r = 8 saves 85% | does not fit the dense compiler (about 5.6 TiB) |",
     ]
-    assert drp_histories(2) == drp_ir.sizes["histories"], "DRP history count check"
+    drp_h = gt.load("die_roll_poker").sizes["histories"]
+    assert drp_histories(2) == drp_h, "DRP history count check"
     return "\n".join(
         [
             "Sizes of the compiled games (`game.sizes`); memory saved = 1 - abstract (I,a) "
@@ -176,10 +279,16 @@ def run_table1(ctx: Context) -> str:
             *rows,
             "",
             f"DRP-3 history count: the betting-round recursion of `drp_histories` (checked "
-            f"against the compiled DRP: {drp_histories(2):,} histories); memory at the "
-            f"compiler's estimate of {BYTES_PER_HISTORY} bytes per history. DRP-IR-3 is "
-            "therefore not reproduced. PTTT and Bluff(2,2) have about 1e10 histories "
-            "(the paper), so their rows are not computed.",
+            f"against the compiled DRP: {drp_histories(2):,} histories). Its cost: the "
+            "compiler's peak memory per history measured by `python -m "
+            "experiments.benchmarks compile_bytes` ("
+            + "; ".join(
+                f"{k}: {v} B/history -> {gib[k]:.1f} GiB" for k, v in BYTES_PER_HISTORY.items()
+            )
+            + f", the {IMPORT_MIB} MiB of the imports included; the compiler's own estimate "
+            "is 600 B/history). DRP-IR-3 is therefore not reproduced: the abstraction "
+            "shrinks the solver's tables, not the compiled history tree. PTTT and Bluff(2,2) "
+            "have about 1e10 histories (the paper), so their rows are not computed.",
         ]
     )
 
@@ -192,17 +301,31 @@ def run_fig1_drp(ctx: Context) -> str:
     T, every, seeds = (2048, 128, 2) if ctx.quick else (32768, 1024, 3)
     series, lines = [], []
     styles = [{"color": f"C{i}"} for i in range(len(DELTAS) + 1)]
+
+    def pair(tag, game):  # (CS-CFR over seeds, vanilla CFR), each checkpointed
+        cs = _curves(
+            game,
+            iterations=T,
+            eval_every=every,
+            seeds=seeds,
+            chance_sampling=True,
+            key=ctx.key,
+            ckpt=_ckpt(ctx, f"{tag}-cs"),
+        )
+        vanilla = _curves(
+            game, iterations=T, eval_every=every, seeds=1, ckpt=_ckpt(ctx, f"{tag}-vanilla")
+        )
+        return cs + vanilla
+
     full_drp = gt.load("die_roll_poker")
-    x, y, sec = _curves(full_drp, iterations=T, eval_every=every, seeds=seeds, chance_sampling=True)
-    xv, yv, secv = _curves(full_drp, iterations=T, eval_every=every, seeds=1)
+    x, y, sec, xv, yv, secv = pair("drp-full", full_drp)
     series.append(("full DRP (CS-CFR, no abstraction)", x, y, {"color": "k", "ls": "--"}))
     lines.append(f"| full DRP | - | {_fmt_ci(y[:, -1])} | {yv[0, -1]:.4g} | - | {sec + secv:.0f} |")
     finals, bounds = {}, {}
     for i, delta in enumerate(DELTAS):
         game = gt.load("die_roll_poker", abstraction="ir", skew=delta)
         check = gt.check_abstraction(game)
-        x, y, sec = _curves(game, iterations=T, eval_every=every, seeds=seeds, chance_sampling=True)
-        xv, yv, secv = _curves(game, iterations=T, eval_every=every, seeds=1)
+        x, y, sec, xv, yv, secv = pair(f"drp-ir-skew{delta:g}", game)
         finals[delta] = y[:, -1]
         util = game.meta.host["node_utility"][game.meta.host["node_player"] == gt.TERMINAL]
         spread = float(util.max() - util.min())  # Delta_i (same for both players)
@@ -250,9 +373,24 @@ def run_fig1_ld(ctx: Context) -> str:
     T, every, seeds = (2048, 128, 2) if ctx.quick else (16384, 1024, 3)
     recalls = (1, 2, 4, 8) if ctx.quick else (1, 2, 3, 4, 6, 8, 10)
     series, lines = [], []
+
+    def pair(tag, game):  # (CS-CFR over seeds, vanilla CFR), each checkpointed
+        cs = _curves(
+            game,
+            iterations=T,
+            eval_every=every,
+            seeds=seeds,
+            chance_sampling=True,
+            key=ctx.key,
+            ckpt=_ckpt(ctx, f"{tag}-cs"),
+        )
+        vanilla = _curves(
+            game, iterations=T, eval_every=every, seeds=1, ckpt=_ckpt(ctx, f"{tag}-vanilla")
+        )
+        return cs + vanilla
+
     full = gt.load("liars_dice")
-    x, y, sec = _curves(full, iterations=T, eval_every=every, seeds=seeds, chance_sampling=True)
-    xv, yv, secv = _curves(full, iterations=T, eval_every=every, seeds=1)
+    x, y, sec, xv, yv, secv = pair("ld-full", full)
     series.append(("LD(1,1), no abstraction", x, y, {"color": "k", "ls": "--"}))
     lines.append(
         f"| full LD(1,1) | 49,140 | {_fmt_ci(y[:, -1])} | {yv[0, -1]:.4g} | {sec + secv:.0f} |"
@@ -260,8 +398,7 @@ def run_fig1_ld(ctx: Context) -> str:
     finals = {}
     for i, r in enumerate(recalls):
         game = gt.load("liars_dice", recall=r)
-        x, y, sec = _curves(game, iterations=T, eval_every=every, seeds=seeds, chance_sampling=True)
-        xv, yv, secv = _curves(game, iterations=T, eval_every=every, seeds=1)
+        x, y, sec, xv, yv, secv = pair(f"ld-r{r}", game)
         finals[r] = y[:, -1]
         series.append((f"last {r} bids", x, y, {"color": f"C{i}"}))
         pairs = game.sizes["abstract_infoset_actions"]
@@ -311,13 +448,17 @@ def run_counterexample(ctx: Context) -> str:
         game = gt.load("recall_counterexample", **params)
         check = _verdict(game) if game.meta.has_abstraction else "-"
         for alternating in (False, True):
-            solver = jaxcfr.cfr(alternating=alternating, full_average=True)
-            res = jaxcfr.run(solver, game, T, every, evaluate="full_regret")
-            y = np.asarray(res.nash_conv[0], np.float64)
             mode = "alternating" if alternating else "simultaneous"
-            series.append(
-                (f"{label}, {mode}", res.iterations, y, {"color": f"C{i}", "ls": "-:"[alternating]})
+            x, y, _ = _curves(
+                game,
+                iterations=T,
+                eval_every=every,
+                seeds=1,
+                alternating=alternating,
+                ckpt=_ckpt(ctx, f"{params['abstraction']}-{mode}"),
             )
+            y = y[0]
+            series.append((f"{label}, {mode}", x, y, {"color": f"C{i}", "ls": "-:"[alternating]}))
             lines.append(f"| {label} | {check} | {mode} | {y[9]:.4g} | {y[-1]:.4g} |")
     png = _plot(
         ctx.out / "counterexample.png",
