@@ -515,9 +515,12 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
             for p in (0, 1)
         ]
     )
+    uniform = legal_mask / legal_mask.sum(axis=1, keepdims=True)
     game = Game(
         legal_mask=jnp.asarray(legal_mask),
-        legal_uniform=jnp.asarray(legal_mask / legal_mask.sum(axis=1, keepdims=True), dtype=fdt),
+        legal_uniform=jnp.asarray(uniform, dtype=fdt),
+        legal_mask_t=jnp.asarray(np.ascontiguousarray(legal_mask.T)),
+        legal_uniform_t=jnp.asarray(np.ascontiguousarray(uniform.T), dtype=fdt),
         infoset_player=jnp.asarray(inf_player.astype(i32)),
         parent_seq=jnp.asarray(parent_seq.astype(i32)),
         abstract_infoset=jnp.asarray(abstract_infoset.astype(i32)),

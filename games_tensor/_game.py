@@ -97,6 +97,8 @@ class GameMeta:
 _DATA_FIELDS = (
     "legal_mask",
     "legal_uniform",
+    "legal_mask_t",
+    "legal_uniform_t",
     "infoset_player",
     "parent_seq",
     "abstract_infoset",
@@ -142,6 +144,10 @@ class Game:
     # --- infosets / sequence form ---
     legal_mask: jax.Array  # [I, A] bool
     legal_uniform: jax.Array  # [I, A] float: 1/|A(I)| on legal actions, 0 elsewhere
+    # the same two, action-major [A, I] (the kernel's layout, jaxcfr._sequence_form): read
+    # every update, a transpose of the [I, A] ones would be recomputed every iteration
+    legal_mask_t: jax.Array  # [A, I] bool
+    legal_uniform_t: jax.Array  # [A, I] float
     infoset_player: jax.Array  # [I] int32, 0 or 1
     parent_seq: jax.Array  # [I] int32 in [0, S): owner's parent sequence (I*A = empty)
     abstract_infoset: jax.Array  # [I] int32: abstract infoset id (identity without abstraction)

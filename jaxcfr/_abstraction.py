@@ -229,10 +229,10 @@ class FullView:
         return game.num_infosets
 
     def legal(self, game: Game, player: int) -> jax.Array:
-        return game.legal_mask[game.player_slice(player)].T
+        return game.legal_mask_t[:, game.player_slice(player)]
 
     def uniform(self, game: Game, player: int) -> jax.Array:
-        return game.legal_uniform[game.player_slice(player)].T
+        return game.legal_uniform_t[:, game.player_slice(player)]
 
     def expand(self, game: Game, player: int, block: jax.Array) -> jax.Array:
         return block
@@ -301,6 +301,8 @@ def abstract_game(game: Game) -> Game:
         node_infoset=node_infoset.astype(game.node_infoset.dtype),
         legal_mask=jnp.asarray(amap.legal),
         legal_uniform=jnp.asarray(amap.uniform, game.legal_uniform.dtype),
+        legal_mask_t=jnp.asarray(np.ascontiguousarray(amap.legal.T)),
+        legal_uniform_t=jnp.asarray(np.ascontiguousarray(amap.uniform.T), game.legal_uniform.dtype),
         meta=meta,
     )
 

@@ -78,7 +78,7 @@ def policy_blocks(game: Game, policy: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 def legal_block(game: Game, player: int) -> jax.Array:
     """``[A, n_p]`` legal mask of ``player``'s infosets."""
-    return game.legal_mask[game.player_slice(player)].T
+    return game.legal_mask_t[:, game.player_slice(player)]
 
 
 def plan_block(game: Game, policy_p: jax.Array, player: int) -> jax.Array:

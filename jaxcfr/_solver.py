@@ -270,13 +270,18 @@ def sum_actions(x: jax.Array, axis: int = -1) -> jax.Array:
 
 
 def materialized(x: jax.Array) -> jax.Array:
-    """``x`` computed once into its own buffer (an XLA optimization barrier).
+    """``x`` (the same bits) computed once into its own buffer.
 
     For per-infoset sums over actions that are then broadcast back over the actions
-    (regret matching's normalizer, an infoset's value): without it XLA:CPU fuses the sum
-    into the ``[A, n]`` consumer and recomputes it for every action (A times the work;
-    on LD(1,1), A = 13, those fusions took a third of an iteration)."""
-    return jax.lax.optimization_barrier(x)
+    (regret matching's normalizer, an infoset's value): XLA:CPU otherwise fuses the sum
+    into the ``[A, n]`` consumer and recomputes it for every action (A times the work).
+    An optimization barrier does not stop it (XLA:CPU removes barriers before fusion;
+    ``python -m experiments.benchmarks materialize`` times both); a division does,
+    because XLA does not duplicate an expensive op into a consumer that reuses its
+    elements. ``x / d`` with ``d = 2`` where ``x`` is NaN and ``1`` elsewhere is ``x``
+    bit for bit (NaN stays NaN, signed zeros and infinities are kept), and XLA cannot
+    fold ``d`` away."""
+    return x / jnp.where(jnp.isnan(x), jnp.asarray(2, x.dtype), jnp.asarray(1, x.dtype))
 
 
 def rounded(x: jax.Array) -> jax.Array:

@@ -192,7 +192,7 @@ def _own_table(game: Game, p: int, block: jax.Array) -> jax.Array:
 
 def _average_plan(game: Game, p: int, ssum: jax.Array) -> jax.Array:
     """Player p's realization plan ``[A, n_p]`` of its average policy (normalized sums)."""
-    uniform = game.legal_uniform[game.player_slice(p)].T.astype(ssum.dtype)
+    uniform = game.legal_uniform_t[:, game.player_slice(p)].astype(ssum.dtype)
     avg = normalize_rows(ssum, sf.legal_block(game, p), uniform, axis=0)
     return sf.plan_block(game, avg, p)
 

@@ -262,6 +262,8 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         game,
         legal_mask=jnp.asarray(legal_new),
         legal_uniform=jnp.asarray(uniform, dtype),
+        legal_mask_t=jnp.asarray(np.ascontiguousarray(legal_new.T)),
+        legal_uniform_t=jnp.asarray(np.ascontiguousarray(uniform.T), dtype),
         infoset_player=i32(player_new),
         parent_seq=i32(par_new),
         abstract_infoset=i32(np.arange(n_new)),
