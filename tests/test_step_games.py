@@ -329,3 +329,44 @@ def test_consistent_marks_exactly_the_prefixes_of_a_target(name, params):
 @pytest.mark.slow
 def test_ii_goofspiel6_consistent():
     check_consistent("ii_goofspiel", {"num_cards": 6}, count=8)
+
+
+def check_num_completions(name, params, count=12):
+    """``num_completions(h, key)`` equals the number of the target infoset's histories
+    at or below h (counted on the enumerated compiled tree), for every history h and
+    random target infosets biased to deep ones; so a walk choosing children in
+    proportion to it draws the infoset's histories uniformly (ISMCTS's start)."""
+    game = gt.load(name, **params)
+    sg = step.load(name, **params)
+    tree = step.enumerate_tree(sg, keep_states=True)
+    parent = np.asarray(game.node_parent)
+    depth = game.meta.host["node_depth"]
+    infoset = np.asarray(game.node_infoset)
+    rng = np.random.default_rng(1)
+    decide = np.nonzero(infoset >= 0)[0]
+    nodes = np.concatenate(
+        [rng.choice(decide[-len(decide) // 3 :], 3 * count // 4), rng.choice(decide, count // 4)]
+    )
+    fn = jax.jit(jax.vmap(sg.num_completions, in_axes=(0, None)))
+    for target in np.unique(infoset[nodes]):
+        members = np.nonzero(infoset == target)[0]
+        truth = np.zeros(parent.size, np.int64)
+        truth[members] = 1
+        for d in range(int(depth.max()), 0, -1):
+            at = np.nonzero(depth == d)[0]
+            np.add.at(truth, parent[at], truth[at])
+        got = np.asarray(fn(tree.states, jnp.asarray(tree.info_key[members[0]])))
+        np.testing.assert_array_equal(got, truth, err_msg=f"{name} {params} infoset {target}")
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    SMALL + [("liars_dice", {"dice0": 3, "dice1": 1, "faces": 2})],
+)
+def test_num_completions_counts_the_target_histories_below(name, params):
+    check_num_completions(name, params)
+
+
+@pytest.mark.slow
+def test_ii_goofspiel6_num_completions():
+    check_num_completions("ii_goofspiel", {"num_cards": 6}, count=8)

@@ -244,6 +244,17 @@ class StepGame:
         """
         raise NotImplementedError
 
+    def num_completions(self, state, target_key) -> jax.Array:
+        """[] float: the number of histories of the infoset with key ``target_key`` that
+        pass through ``state`` (0 when ``state`` is not :meth:`consistent` with it; the
+        infoset's size at the root). Exact counts, in the float dtype (relative
+        precision 2^-24 in float32: they are used as sampling weights).
+
+        For a uniform draw over an infoset's histories without enumerating them
+        (ISMCTS's start history, ALGORITHMS.md 2.6): walk from the root, choosing each
+        child with probability proportional to its count."""
+        raise NotImplementedError
+
     def public_consistent(self, state, target_public_key) -> jax.Array:
         """[] bool: is ``state``'s history a prefix (or a member) of a history in the
         public state with key ``target_public_key`` ([Wp] uint32)? For public-subgame

@@ -192,6 +192,59 @@ class IIGoofspielStep(StepGame):
         live = (state.phase >= 0) & (rnd <= done)
         return live & past_ok & pending_ok & ok
 
+    def num_completions(self, state, target_key):
+        # The target's histories differ in the opponent's cards. Below a consistent
+        # state they are: the opponent's cards in hand assigned one to one to the
+        # target's rounds not played yet (ties fix the card; a won round needs a card
+        # below the own card, a lost one a card above), times, for a P2 target whose
+        # round-T bid of P1 is still to come, the cards left for that bid.
+        # The assignments are counted by a DP over the cards in increasing order,
+        # f[q, s]: q cards set aside for "below" rounds, s "above" rounds served; an
+        # "above" round (card > lo) can take any card past its bound, so a card serves
+        # one of the (eligible - s) waiting ones; the "below" rounds whose bound ends at
+        # card x pick among the set-aside cards not yet taken (a falling factorial).
+        n = self.num_cards
+        dt = float_dtype()
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        rounds = jnp.arange(n)
+        done = jnp.sum(t["outcomes"] > 0)
+        rnd = state.round
+        bid = state.phase == 1
+        fixed = bid & (player == 1)
+        todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & fixed)
+        c, o = t["cards"], t["outcomes"]
+        avail = jnp.where(player == 0, state.hands[1], state.hands[0])
+        tie_card = (rounds[None, :] == c[:, None]) & (todo & (o == TIE))[:, None]  # [round, card]
+        ties_ok = jnp.all(~jnp.any(tie_card, axis=0) | avail)
+        avail = avail & ~jnp.any(tie_card, axis=0)
+        below = todo & (o == WIN)  # opponent card <= c - 1
+        above = todo & (o == LOSS)  # opponent card >= c + 1
+        hi, lo = c - 1, c + 1
+        num_below, num_above = jnp.sum(below), jnp.sum(above)
+        q = jnp.arange(n + 1)
+        f = jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0)
+        zero_row = jnp.zeros((1, n + 1), dt)
+        zero_col = jnp.zeros((n + 1, 1), dt)
+        for x in range(n):
+            eligible = jnp.sum(above & (lo <= x))
+            aside = jnp.concatenate([zero_row, f[:-1]], axis=0)
+            served = jnp.concatenate([zero_col, f[:, :-1]], axis=1)
+            served = served * jnp.maximum(eligible - (q[None, :] - 1), 0).astype(dt)
+            f = f + jnp.where(avail[x], aside + served, 0.0)
+            m = jnp.sum(below & (hi == x))
+            taken = jnp.sum(below & (hi < x))
+            factor = jnp.ones((n + 1,), dt)
+            for i in range(n):
+                factor = factor * jnp.where(i < m, jnp.maximum(q - taken - i, 0), 1).astype(dt)
+            f = f * factor[:, None]
+        hit = (q[:, None] == num_below) & (q[None, :] == num_above)
+        count = jnp.sum(jnp.where(hit, f, 0.0))
+        pending_open = (player == 1) & ((rnd < done) | ((rnd == done) & ~bid))
+        extra = jnp.sum(avail) - num_below - num_above
+        count = count * jnp.where(pending_open, jnp.maximum(extra, 0), 1).astype(dt)
+        return jnp.where(self.consistent(state, target_key) & ties_ok, count, 0.0)
+
     @classmethod
     def from_rules_params(cls, num_cards, first_point, decide_last_card):
         return cls(num_cards=num_cards, first_point=first_point, decide_last_card=decide_last_card)

@@ -159,6 +159,27 @@ class LiarsDiceStep(StepGame):
         bids_ok = jnp.all(state.bids == (t["bids"].astype(bool) & upto))
         return dice_ok & bids_ok & ~state.called
 
+    def num_completions(self, state, target_key):
+        # own dice still to roll: any order of the key's dice not rolled yet
+        # (multinomial); the opponent's dice still to roll: any faces (F^m); the bids
+        # are fixed by the key
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        faces = jnp.arange(1, self.faces + 1)
+        own = self._own_dice(state, player)
+        have = jnp.sum(own[:, None] == faces[None, :], axis=0)
+        need = jnp.sum(t["dice"][:, None] == faces[None, :], axis=0)
+        left = jnp.maximum(need - have, 0)
+        fact = jnp.asarray(
+            np.cumprod(np.concatenate([[1.0], np.arange(1, self.num_dice + 1)])), float_dtype()
+        )
+        orders = fact[jnp.sum(left)] / jnp.prod(fact[left])
+        rolled0 = jnp.minimum(state.rolled, self.dice0)
+        rolled1 = state.rolled - rolled0
+        opp_left = jnp.where(player == 0, self.dice1 - rolled1, self.dice0 - rolled0)
+        free = jnp.asarray(float(self.faces), float_dtype()) ** opp_left
+        return jnp.where(self.consistent(state, target_key), orders * free, 0.0)
+
     def public_consistent(self, state, target_public_key):
         t = self.public_layout.fields_of(target_public_key)
         upto = jnp.arange(self.num_bids) <= state.last_bid
