@@ -370,3 +370,39 @@ def test_num_completions_counts_the_target_histories_below(name, params):
 @pytest.mark.slow
 def test_ii_goofspiel6_num_completions():
     check_num_completions("ii_goofspiel", {"num_cards": 6}, count=8)
+
+
+@pytest.mark.parametrize("params", [{"dice0": 1, "dice1": 1}, {"dice0": 2, "dice1": 1, "faces": 3}])
+def test_liars_dice_children_checks_equal_applying_every_child(params):
+    """Liar's Dice checks its children's consistency on the key alone; it must agree
+    with the base class's apply-every-child definition on every enumerated history
+    (legal actions and possible outcomes), for random infoset and public-state keys."""
+    sg = step.load("liars_dice", **params)
+    tree = step.enumerate_tree(sg, keep_states=True)
+    W = max(sg.num_actions, sg.num_chance_outcomes)
+    rng = np.random.default_rng(2)
+    H = tree.info_key.shape[0]
+    decide = np.nonzero(np.asarray(jax.vmap(sg.current_player)(tree.states)) >= 0)[0]
+    targets = rng.choice(decide, 6)
+    # the targets' ancestors (consistent) and random histories (mostly not)
+    parent = np.asarray(tree.parent)
+    sample = set(rng.choice(H, 2000).tolist())
+    for h in targets:
+        while h >= 0:
+            sample.add(int(h))
+            h = parent[h]
+    states = jax.tree_util.tree_map(lambda x: x[np.array(sorted(sample))], tree.states)
+    rows = jax.vmap(lambda s: jnp.concatenate([sg.legal_mask(s), jnp.zeros((1,), bool)])[:W])(
+        states
+    ) | jax.vmap(lambda s: jnp.pad(sg.chance_probs(s) > 0, (0, W - sg.num_chance_outcomes)))(states)
+    base = step.StepGame
+    for h in targets:
+        for fast, slow, key in (
+            (sg.consistent_children, base.consistent_children, tree.info_key[h]),
+            (sg.public_consistent_children, base.public_consistent_children, tree.public_key[h]),
+        ):
+            key = jnp.asarray(key)
+            got = jax.vmap(lambda s, f=fast, k=key: f(s, k, W))(states)
+            want = jax.vmap(lambda s, f=slow, k=key: f(sg, s, k, W))(states)
+            np.testing.assert_array_equal(np.asarray(got & rows), np.asarray(want & rows))
+            assert np.asarray(want & rows).any()

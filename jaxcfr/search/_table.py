@@ -193,8 +193,9 @@ def has_public_consistency(game: StepGame) -> bool:
 def step_target(game: StepGame, target: StepTarget, v, width: int, counts: bool = False):
     """``(member [] bool, allowed [width] bool)`` at the step-form walk node ``v``:
     the node is in the target set, and which child slots stay consistent with it
-    (one ``apply`` and one consistency check per slot; slots beyond the node's
-    actions or outcomes are meaningless, callers mask them by probability 0).
+    (``StepGame.consistent_children`` / ``public_consistent_children``: by default one
+    ``apply`` and one check per slot, Liar's Dice from the key alone; slots beyond the
+    node's actions or outcomes are meaningless, callers mask them by probability 0).
 
     ``counts=True`` (infoset targets only): ``allowed`` is instead each child's number
     of target histories at or below it (``StepGame.num_completions``, float; 0 for the
@@ -203,14 +204,15 @@ def step_target(game: StepGame, target: StepTarget, v, width: int, counts: bool 
     raw = game.current_player(state)
     if target.public:
         member = (raw >= 0) & jnp.all(game.public_state_key(state) == target.key)
-        check = game.public_consistent
     else:
         own = game.information_state_key(state, jnp.maximum(target.player, 0))
         member = (raw == target.player) & jnp.all(own == target.key)
-        check = game.num_completions if counts else game.consistent
-    kids = jax.vmap(game.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
-    allowed = jax.vmap(check, (0, None))(kids, target.key)
-    return member, allowed
+    if counts:
+        kids = jax.vmap(game.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
+        return member, jax.vmap(game.num_completions, (0, None))(kids, target.key)
+    if target.public:
+        return member, game.public_consistent_children(state, target.key, width)
+    return member, game.consistent_children(state, target.key, width)
 
 
 # ---------------------------------------------------------------- target sets
