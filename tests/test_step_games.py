@@ -372,7 +372,13 @@ def test_ii_goofspiel6_num_completions():
     check_num_completions("ii_goofspiel", {"num_cards": 6}, count=8)
 
 
-@pytest.mark.parametrize("params", [{"dice0": 1, "dice1": 1}, {"dice0": 2, "dice1": 1, "faces": 3}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"dice0": 1, "dice1": 1},
+        pytest.param({"dice0": 2, "dice1": 1, "faces": 3}, marks=pytest.mark.slow),
+    ],
+)
 def test_liars_dice_children_checks_equal_applying_every_child(params):
     """Liar's Dice checks its children's consistency on the key alone; it must agree
     with the base class's apply-every-child definition on every enumerated history
