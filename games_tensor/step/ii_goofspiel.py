@@ -192,6 +192,51 @@ class IIGoofspielStep(StepGame):
         live = (state.phase >= 0) & (rnd <= done)
         return live & past_ok & pending_ok & ok
 
+    def consistent_children(self, state, target_key, width):
+        # Without applying the children. The target player's own move: only the key's
+        # card of this round (before the target's round). The opponent's card a in
+        # round s < T: its outcome against the own card must be the key's, and the
+        # opponent's other cards must still realize rounds s+1..T-1: Hall's condition,
+        # which for "below c" / "above c" rounds (ties fix their card) reduces to
+        # #below(hi <= x) + #above(lo >= y) <= #cards in [0, x] + #cards in [y, N-1]
+        # for all x < y - 1, and #rounds <= #cards. P1's bid in P2's target round T: any.
+        n = self.num_cards
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        c, o = t["cards"], t["outcomes"]
+        cards = jnp.arange(n)
+        done = jnp.sum(o > 0)
+        rnd = state.round
+        r = jnp.minimum(rnd, n - 1)
+        own_card, own_out = c[r], o[r]
+        mover = state.phase
+        hand = jnp.where(player == 0, state.hands[1], state.hands[0])  # opponent's
+        # opponent card a: outcome of round s from the target player's view
+        out = jnp.where(own_card > cards, WIN, jnp.where(own_card < cards, LOSS, TIE))
+        later = (cards > rnd) & (cards < done)  # rounds s+1..T-1 (indexed like cards)
+        tie = later & (o == TIE)
+        tie_card = jnp.any((cards[None, :] == c[:, None]) & tie[:, None], axis=0)  # [card]
+        below, above = later & (o == WIN), later & (o == LOSS)
+        avail = hand[None, :] & (cards[None, :] != cards[:, None])  # [a, card]: hand - a
+        ties_ok = jnp.all(~tie_card[None, :] | avail, axis=1)
+        avail = avail & ~tie_card[None, :]
+        xs = jnp.arange(-1, n)  # x: last card of the low block (-1: none)
+        ys = jnp.arange(n + 1)  # y: first card of the high block (n: none)
+        n_below = jnp.sum(below[None, :] & (c[None, :] - 1 <= xs[:, None]), axis=1)  # [n+1]
+        n_above = jnp.sum(above[None, :] & (c[None, :] + 1 >= ys[:, None]), axis=1)  # [n+1]
+        low = jnp.sum(avail[:, None, :] & (cards[None, None, :] <= xs[None, :, None]), axis=2)
+        high = jnp.sum(avail[:, None, :] & (cards[None, None, :] >= ys[None, :, None]), axis=2)
+        need = n_below[None, :, None] + n_above[None, None, :]  # [1, x, y]
+        have = low[:, :, None] + high[:, None, :]  # [a, x, y]
+        split = ys[None, :] > xs[:, None] + 1  # [x, y]
+        hall = jnp.all(~split[None] | (need <= have), axis=(1, 2))
+        total = jnp.sum(below) + jnp.sum(above) <= jnp.sum(avail, axis=1)
+        opp = hand & jnp.where(rnd < done, (out == own_out) & ties_ok & hall & total, rnd == done)
+        own = (cards == own_card) & (rnd < done)
+        allowed = jnp.where(mover == player, own, opp)
+        allowed = self.consistent(state, target_key) & allowed
+        return jnp.pad(allowed, (0, max(width - n, 0)))[:width]
+
     def num_completions(self, state, target_key):
         # The target's histories differ in the opponent's cards. Below a consistent
         # state they are: the opponent's cards in hand assigned one to one to the
