@@ -34,8 +34,8 @@ rows from a hashed key table of ``capacity`` rows (``jaxcfr.search._table``; a n
 infoset the full table refuses is treated as playout and counted in
 ``state.table.refusals``). Targeting restricts the trajectory to the children that
 stay consistent with T (``StepGame.consistent_children`` /
-``public_consistent_children`` at the nodes above T), and pi_bar(T) is estimated, not enumerated: the
-mean of ``prod_d tsum_d`` over :data:`REACH_SAMPLES` walks under the mean profile
+``public_consistent_children`` at the nodes above T), and pi_bar(T) is estimated, not
+enumerated: the mean of ``prod_d tsum_d`` over :data:`REACH_SAMPLES` walks under the mean profile
 restricted to T (tsum_d the profile's mass on the consistent children at depth d;
 an unbiased importance-sampling estimate of pi_bar(T) since every restricted walk
 ends in T).
