@@ -114,9 +114,11 @@ def hash_table(
       :class:`HashTableFns` with
       ``init() -> HashTable``;
       ``lookup(table, key [W]) -> (row [] int32, found [] bool)``, row -1 if absent;
-      ``insert(table, key [W]) -> (table, row, found, inserted)``: the key's row if
-      present (found), else a new row ``size`` (inserted), else -1 with
-      ``refusals + 1``;
+      ``insert(table, key [W], enabled=True) -> (table, row, found, inserted)``: the
+      key's row if present (found), else a new row ``size`` (inserted), else -1 with
+      ``refusals + 1``; ``enabled`` ([] bool) False: the table unchanged (row -1 if
+      absent, nothing counted) -- a conditional insert that writes one slot instead
+      of selecting between two whole tables;
       ``insert_many(table, keys [N, W]) -> (table, rows [N], found [N], inserted [N])``,
       the inserts in order (a ``lax.scan``).
     """
@@ -160,11 +162,11 @@ def hash_table(
         _, _, _, found, row = _probe(table, key)
         return row, found
 
-    def insert(table: HashTable, key: jax.Array):
+    def insert(table: HashTable, key: jax.Array, enabled=True):
         fp, window, occupied, found, row = _probe(table, key)
         free = ~occupied
-        insert_now = ~found & jnp.any(free) & (table.size < max_rows)
-        refused = ~found & ~insert_now
+        insert_now = ~found & jnp.any(free) & (table.size < max_rows) & enabled
+        refused = ~found & ~insert_now & enabled
         slot = jnp.where(insert_now, window[jnp.argmax(free)], capacity)  # C: dropped
         new = HashTable(
             fingerprints=table.fingerprints.at[slot].set(fp, mode="drop"),

@@ -324,8 +324,10 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
     state pytree, ``game.apply(state, k)`` after each step, with views from
     :func:`read_step` and every level's :class:`LevelKinds` all-true of width
     :func:`num_slots` (chance slot k is the game's chance outcome k). The step-form
-    levels are alike, so they run as one ``lax.scan`` (``d`` is then a traced int32,
-    and records must be arrays): D times less to compile than unrolling.
+    levels are alike, so they run as one ``lax.while_loop`` that stops at the terminal
+    (``d`` is then a traced int32, records must be arrays, and ``step`` must leave the
+    carry unchanged at a terminal: :func:`_walk_step_form`): D times less to compile
+    than unrolling.
 
     ``step(d, kinds, view, carry) -> (k, carry, record)`` is called at every depth ``d``
     (static) with the level's :class:`LevelKinds` and the :class:`NodeView` of the
@@ -342,17 +344,9 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
     if is_step(game):
         if tables is not None or regrets is not None:
             raise ValueError("a step-form walk takes no node tables and no regrets")
-        kinds = level_kinds(game)[0]  # every step-form level is alike
-
-        def body(c, d):
-            state, carry = c
-            k, carry, rec = step(d, kinds, read_step(game, state, kinds.width), carry)
-            return (game.apply(state, k), carry), rec
-
-        D = game.max_depth
-        (state, carry), recs = jax.lax.scan(body, (game.init(), carry), jnp.arange(D))
-        records = [jax.tree_util.tree_map(lambda x, j=j: x[j], recs) for j in range(D)]
-        return records, carry, game.returns(state)[0]
+        if STEP_WALK == "scan":
+            return _scan_step_form(game, step, carry)
+        return _walk_step_form(game, step, carry)
     h = jnp.zeros((), jnp.int32)
     records = []
     for d, kinds in enumerate(level_kinds(game)[: game.meta.max_depth]):
@@ -363,6 +357,65 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
         h = jnp.where(v.code == TERMINAL, h, select(v.children, k))
     utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
     return records, carry, utility
+
+
+STEP_WALK = "while"  # step-form depth loop: "while" (stops at the terminal) or "scan"
+
+
+def _scan_step_form(game: StepGame, step, carry):
+    """:func:`walk` on a step-form game as a ``lax.scan`` over all ``max_depth`` steps."""
+    kinds = level_kinds(game)[0]
+
+    def body(c, d):
+        state, carry = c
+        k, carry, rec = step(d, kinds, read_step(game, state, kinds.width), carry)
+        return (game.apply(state, k), carry), rec
+
+    D = game.max_depth
+    (state, carry), recs = jax.lax.scan(body, (game.init(), carry), jnp.arange(D))
+    records = [jax.tree_util.tree_map(lambda x, j=j: x[j], recs) for j in range(D)]
+    return records, carry, game.returns(state)[0]
+
+
+def _walk_step_form(game: StepGame, step, carry):
+    """:func:`walk` on a step-form game: a ``lax.while_loop`` over depth that stops at
+    the terminal (trajectories are often much shorter than ``max_depth``: LD(2,2) 29
+    steps at most, about 8 on a random playout; under ``vmap`` the loop runs to the
+    longest trajectory of the batch). The records of the depths at and below the
+    terminal are the step's record at the terminal (``step`` is called once there);
+    ``step`` must leave the carry unchanged at a terminal (the bots' steps do: every
+    factor is 1 and no flag is set there), as the fixed-length walk assumes too."""
+    kinds = level_kinds(game)[0]  # every step-form level is alike
+    D, W = game.max_depth, kinds.width
+
+    def one(d, state, carry):
+        return step(d, kinds, read_step(game, state, W), carry)
+
+    state0 = game.init()
+    shapes = jax.eval_shape(one, jnp.zeros((), jnp.int32), state0, carry)[2]
+    buf = jax.tree_util.tree_map(lambda x: jnp.zeros((D,) + x.shape, x.dtype), shapes)
+
+    def cond(c):
+        d, state, _, _ = c
+        return (d < D) & ~game.is_terminal(state)
+
+    def body(c):
+        d, state, carry, buf = c
+        k, carry, rec = one(d, state, carry)
+        buf = jax.tree_util.tree_map(
+            lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, d, 0), buf, rec
+        )
+        return d + 1, game.apply(state, k), carry, buf
+
+    d_end, state, carry, buf = jax.lax.while_loop(
+        cond, body, (jnp.zeros((), jnp.int32), state0, carry, buf)
+    )
+    _, _, last = one(jnp.minimum(d_end, D - 1), state, carry)
+    records = [
+        jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j < d_end, b[j], r), buf, last)
+        for j in range(D)
+    ]
+    return records, carry, game.returns(state)[0]
 
 
 class WalkStep(NamedTuple):

@@ -329,3 +329,91 @@ def test_consistent_marks_exactly_the_prefixes_of_a_target(name, params):
 @pytest.mark.slow
 def test_ii_goofspiel6_consistent():
     check_consistent("ii_goofspiel", {"num_cards": 6}, count=8)
+
+
+def check_num_completions(name, params, count=12):
+    """``num_completions(h, key)`` equals the number of the target infoset's histories
+    at or below h (counted on the enumerated compiled tree), for every history h and
+    random target infosets biased to deep ones; so a walk choosing children in
+    proportion to it draws the infoset's histories uniformly (ISMCTS's start)."""
+    game = gt.load(name, **params)
+    sg = step.load(name, **params)
+    tree = step.enumerate_tree(sg, keep_states=True)
+    parent = np.asarray(game.node_parent)
+    depth = game.meta.host["node_depth"]
+    infoset = np.asarray(game.node_infoset)
+    rng = np.random.default_rng(1)
+    decide = np.nonzero(infoset >= 0)[0]
+    nodes = np.concatenate(
+        [rng.choice(decide[-len(decide) // 3 :], 3 * count // 4), rng.choice(decide, count // 4)]
+    )
+    fn = jax.jit(jax.vmap(sg.num_completions, in_axes=(0, None)))
+    for target in np.unique(infoset[nodes]):
+        members = np.nonzero(infoset == target)[0]
+        truth = np.zeros(parent.size, np.int64)
+        truth[members] = 1
+        for d in range(int(depth.max()), 0, -1):
+            at = np.nonzero(depth == d)[0]
+            np.add.at(truth, parent[at], truth[at])
+        got = np.asarray(fn(tree.states, jnp.asarray(tree.info_key[members[0]])))
+        np.testing.assert_array_equal(got, truth, err_msg=f"{name} {params} infoset {target}")
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    SMALL + [("liars_dice", {"dice0": 3, "dice1": 1, "faces": 2})],
+)
+def test_num_completions_counts_the_target_histories_below(name, params):
+    check_num_completions(name, params)
+
+
+@pytest.mark.slow
+def test_ii_goofspiel6_num_completions():
+    check_num_completions("ii_goofspiel", {"num_cards": 6}, count=8)
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("liars_dice", {"dice0": 1, "dice1": 1}),
+        ("ii_goofspiel", {"num_cards": 4}),
+        pytest.param("liars_dice", {"dice0": 2, "dice1": 1, "faces": 3}, marks=pytest.mark.slow),
+        pytest.param("ii_goofspiel", {"num_cards": 5}, marks=pytest.mark.slow),
+    ],
+)
+def test_children_checks_equal_applying_every_child(name, params):
+    """Liar's Dice and II-Goofspiel check their children's consistency without
+    applying them; it must agree with the base class's apply-every-child definition on
+    enumerated histories (the targets' ancestors and random ones; legal actions and
+    possible outcomes), for random infoset (and public-state) keys."""
+    sg = step.load(name, **params)
+    tree = step.enumerate_tree(sg, keep_states=True)
+    W = max(sg.num_actions, sg.num_chance_outcomes)
+    rng = np.random.default_rng(2)
+    H = tree.info_key.shape[0]
+    decide = np.nonzero(np.asarray(jax.vmap(sg.current_player)(tree.states)) >= 0)[0]
+    targets = np.concatenate([rng.choice(decide[len(decide) // 2 :], 4), rng.choice(decide, 2)])
+    # the targets' ancestors (consistent) and random histories (mostly not)
+    parent = np.asarray(tree.parent)
+    sample = set(rng.choice(H, 2000).tolist())
+    for h in targets:
+        while h >= 0:
+            sample.add(int(h))
+            h = parent[h]
+    states = jax.tree_util.tree_map(lambda x: x[np.array(sorted(sample))], tree.states)
+    rows = jax.vmap(lambda s: jnp.concatenate([sg.legal_mask(s), jnp.zeros((1,), bool)])[:W])(
+        states
+    ) | jax.vmap(lambda s: jnp.pad(sg.chance_probs(s) > 0, (0, W - sg.num_chance_outcomes)))(states)
+    base = step.StepGame
+    for h in targets:
+        cases = [(sg.consistent_children, base.consistent_children, tree.info_key[h])]
+        if name == "liars_dice":
+            cases.append(
+                (sg.public_consistent_children, base.public_consistent_children, tree.public_key[h])
+            )
+        for fast, slow, key in cases:
+            key = jnp.asarray(key)
+            got = jax.vmap(lambda s, f=fast, k=key: f(s, k, W))(states)
+            want = jax.vmap(lambda s, f=slow, k=key: f(sg, s, k, W))(states)
+            np.testing.assert_array_equal(np.asarray(got & rows), np.asarray(want & rows))
+            assert np.asarray(want & rows).any()

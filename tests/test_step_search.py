@@ -202,3 +202,76 @@ def test_step_form_win_rate_against_random_matches_the_compiled_game(which):
     (pc, sc), (ps, ss) = _win_rate(uc), _win_rate(us)
     assert pc > 0.55 and ps > 0.55  # both beat random (uniform play wins 50%)
     assert abs(pc - ps) <= 1.96 * np.sqrt(sc**2 + ss**2), (pc, ps)
+
+
+@pytest.mark.slow
+def test_ismcts_start_history_is_uniform_over_the_infoset():
+    """ISMCTS draws its start history uniformly from the searcher's infoset (ALGORITHMS.md
+    2.6) on the step form too: II-GS(4), a P2 infoset whose histories differ in P1's
+    hidden cards, where stepping uniformly among the consistent children would not be
+    uniform (checked below on the enumerated compiled tree, the independent source)."""
+    from jaxcfr.search import _ismcts
+
+    params = {"num_cards": 4}
+    cg = games_tensor.load("ii_goofspiel", **params)
+    game = gs.load("ii_goofspiel", **params)
+    parent = np.asarray(cg.node_parent)
+    kids = np.asarray(cg.node_children)
+    infoset = np.asarray(cg.node_infoset)
+    player = np.asarray(cg.node_player)
+
+    def paths_of(target):
+        out = []
+        for h in np.nonzero(infoset == target)[0]:
+            path = []
+            while parent[h] >= 0:
+                path.append(int(np.nonzero(kids[parent[h]] == h)[0][0]))
+                h = parent[h]
+            out.append(tuple(path[::-1]))
+        return out
+
+    def naive(paths):
+        """Probabilities of the histories when stepping uniformly among consistent
+        children (the draw before it was made exact)."""
+        depth = len(paths[0])
+        prefixes = {p[:d] for p in paths for d in range(depth + 1)}
+        return np.array(
+            [
+                np.prod([1 / sum(p[:d] + (k,) in prefixes for k in range(4)) for d in range(depth)])
+                for p in paths
+            ]
+        )
+
+    # the P2 infoset where the naive draw is farthest from uniform
+    best = -1.0
+    for t in np.unique(infoset[player == 1]):
+        q = naive(paths_of(t))
+        if q.max() / q.min() > best:
+            best, target = q.max() / q.min(), t
+    assert best >= 2.0, best
+    members = np.nonzero(infoset == target)[0]
+    paths = paths_of(target)
+    depth = len(paths[0])
+    # the bot's draw: the actions of its simulations above the target
+    tree = gs.enumerate_tree(game, keep_states=True)
+    key = jnp.asarray(tree.info_key[members[0]])
+    state = jaxcfr.ismcts("uct", capacity=64).init(game)
+    target_view = tbl.StepTarget(jnp.asarray(1, jnp.int32), key, False)
+    n = 6000
+    u = jax.random.uniform(jax.random.key(3), (n, game.max_depth + 1))
+
+    def draw(u):
+        records, _, _ = _ismcts._sample(
+            game, None, state, u, None, None, "uct", 2.0, 0.2, target_view
+        )
+        return jnp.stack([r.action for r in records[:depth]])
+
+    opts = smp.step_compiler_options() or None
+    got = np.asarray(jax.jit(jax.vmap(draw), compiler_options=opts)(u))
+    counts = {p: 0 for p in paths}
+    for row in map(tuple, got):
+        counts[row] += 1  # KeyError: a start outside the infoset
+    m = len(paths)
+    sigma = np.sqrt(n / m * (1 - 1 / m))
+    for p, c in counts.items():
+        assert abs(c - n / m) < 5 * sigma, (p, c, n / m)

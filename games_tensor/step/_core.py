@@ -244,6 +244,31 @@ class StepGame:
         """
         raise NotImplementedError
 
+    def consistent_children(self, state, target_key, width: int) -> jax.Array:
+        """[width] bool: :meth:`consistent` of the child by each slot (action or chance
+        outcome ``k``) of ``state``; slots that are not legal actions or possible
+        outcomes are meaningless (callers mask them). This default applies every
+        child; a game may override it with a check on the key alone (Liar's Dice)."""
+        kids = jax.vmap(self.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
+        return jax.vmap(self.consistent, (0, None))(kids, target_key)
+
+    def public_consistent_children(self, state, target_public_key, width: int) -> jax.Array:
+        """[width] bool: :meth:`public_consistent` of each child (see
+        :meth:`consistent_children`)."""
+        kids = jax.vmap(self.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
+        return jax.vmap(self.public_consistent, (0, None))(kids, target_public_key)
+
+    def num_completions(self, state, target_key) -> jax.Array:
+        """[] float: the number of histories of the infoset with key ``target_key`` that
+        pass through ``state`` (0 when ``state`` is not :meth:`consistent` with it; the
+        infoset's size at the root). Exact counts, in the float dtype (relative
+        precision 2^-24 in float32: they are used as sampling weights).
+
+        For a uniform draw over an infoset's histories without enumerating them
+        (ISMCTS's start history, ALGORITHMS.md 2.6): walk from the root, choosing each
+        child with probability proportional to its count."""
+        raise NotImplementedError
+
     def public_consistent(self, state, target_public_key) -> jax.Array:
         """[] bool: is ``state``'s history a prefix (or a member) of a history in the
         public state with key ``target_public_key`` ([Wp] uint32)? For public-subgame

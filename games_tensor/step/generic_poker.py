@@ -222,6 +222,20 @@ class GenericPokerStep(StepGame):
         ok, _ = self._prefix_of(state, t, fixed - 1)
         return ok & (state.end == RUNNING)
 
+    def num_completions(self, state, target_key):
+        # the key fixes the own card, the public card (once dealt in the target) and
+        # the betting; the infoset's histories differ in the opponent's card type: one
+        # history per type the deck can still give next to the fixed cards
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        own, pub = t["card"][0] - 1, t["public"][0] - 1  # -1: none
+        types = jnp.arange(self.num_types)
+        copies = self.cards_per_type - (types == own) - (types == pub)
+        free = jnp.sum(copies >= 1).astype(float_dtype())
+        opp_dealt = state.num_deals > 1 - player  # deals: P1's card, P2's, public
+        count = jnp.where(opp_dealt, jnp.ones((), float_dtype()), free)
+        return jnp.where(self.consistent(state, target_key), count, 0.0)
+
     def public_consistent(self, state, target_public_key):
         t = self.public_layout.fields_of(target_public_key)
         zero = jnp.zeros((), jnp.int32)

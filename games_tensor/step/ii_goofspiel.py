@@ -192,6 +192,104 @@ class IIGoofspielStep(StepGame):
         live = (state.phase >= 0) & (rnd <= done)
         return live & past_ok & pending_ok & ok
 
+    def consistent_children(self, state, target_key, width):
+        # Without applying the children. The target player's own move: only the key's
+        # card of this round (before the target's round). The opponent's card a in
+        # round s < T: its outcome against the own card must be the key's, and the
+        # opponent's other cards must still realize rounds s+1..T-1: Hall's condition,
+        # which for "below c" / "above c" rounds (ties fix their card) reduces to
+        # #below(hi <= x) + #above(lo >= y) <= #cards in [0, x] + #cards in [y, N-1]
+        # for all x < y - 1, and #rounds <= #cards. P1's bid in P2's target round T: any.
+        n = self.num_cards
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        c, o = t["cards"], t["outcomes"]
+        cards = jnp.arange(n)
+        done = jnp.sum(o > 0)
+        rnd = state.round
+        r = jnp.minimum(rnd, n - 1)
+        own_card, own_out = c[r], o[r]
+        mover = state.phase
+        hand = jnp.where(player == 0, state.hands[1], state.hands[0])  # opponent's
+        # opponent card a: outcome of round s from the target player's view
+        out = jnp.where(own_card > cards, WIN, jnp.where(own_card < cards, LOSS, TIE))
+        later = (cards > rnd) & (cards < done)  # rounds s+1..T-1 (indexed like cards)
+        tie = later & (o == TIE)
+        tie_card = jnp.any((cards[None, :] == c[:, None]) & tie[:, None], axis=0)  # [card]
+        below, above = later & (o == WIN), later & (o == LOSS)
+        avail = hand[None, :] & (cards[None, :] != cards[:, None])  # [a, card]: hand - a
+        ties_ok = jnp.all(~tie_card[None, :] | avail, axis=1)
+        avail = avail & ~tie_card[None, :]
+        xs = jnp.arange(-1, n)  # x: last card of the low block (-1: none)
+        ys = jnp.arange(n + 1)  # y: first card of the high block (n: none)
+        n_below = jnp.sum(below[None, :] & (c[None, :] - 1 <= xs[:, None]), axis=1)  # [n+1]
+        n_above = jnp.sum(above[None, :] & (c[None, :] + 1 >= ys[:, None]), axis=1)  # [n+1]
+        low = jnp.sum(avail[:, None, :] & (cards[None, None, :] <= xs[None, :, None]), axis=2)
+        high = jnp.sum(avail[:, None, :] & (cards[None, None, :] >= ys[None, :, None]), axis=2)
+        need = n_below[None, :, None] + n_above[None, None, :]  # [1, x, y]
+        have = low[:, :, None] + high[:, None, :]  # [a, x, y]
+        split = ys[None, :] > xs[:, None] + 1  # [x, y]
+        hall = jnp.all(~split[None] | (need <= have), axis=(1, 2))
+        total = jnp.sum(below) + jnp.sum(above) <= jnp.sum(avail, axis=1)
+        opp = hand & jnp.where(rnd < done, (out == own_out) & ties_ok & hall & total, rnd == done)
+        own = (cards == own_card) & (rnd < done)
+        allowed = jnp.where(mover == player, own, opp)
+        allowed = self.consistent(state, target_key) & allowed
+        return jnp.pad(allowed, (0, max(width - n, 0)))[:width]
+
+    def num_completions(self, state, target_key):
+        # The target's histories differ in the opponent's cards. Below a consistent
+        # state they are: the opponent's cards in hand assigned one to one to the
+        # target's rounds not played yet (ties fix the card; a won round needs a card
+        # below the own card, a lost one a card above), times, for a P2 target whose
+        # round-T bid of P1 is still to come, the cards left for that bid.
+        # The assignments are counted by a DP over the cards in increasing order,
+        # f[q, s]: q cards set aside for "below" rounds, s "above" rounds served; an
+        # "above" round (card > lo) can take any card past its bound, so a card serves
+        # one of the (eligible - s) waiting ones; the "below" rounds whose bound ends at
+        # card x pick among the set-aside cards not yet taken (a falling factorial).
+        n = self.num_cards
+        dt = float_dtype()
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        rounds = jnp.arange(n)
+        done = jnp.sum(t["outcomes"] > 0)
+        rnd = state.round
+        bid = state.phase == 1
+        fixed = bid & (player == 1)
+        todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & fixed)
+        c, o = t["cards"], t["outcomes"]
+        avail = jnp.where(player == 0, state.hands[1], state.hands[0])
+        tie_card = (rounds[None, :] == c[:, None]) & (todo & (o == TIE))[:, None]  # [round, card]
+        ties_ok = jnp.all(~jnp.any(tie_card, axis=0) | avail)
+        avail = avail & ~jnp.any(tie_card, axis=0)
+        below = todo & (o == WIN)  # opponent card <= c - 1
+        above = todo & (o == LOSS)  # opponent card >= c + 1
+        hi, lo = c - 1, c + 1
+        num_below, num_above = jnp.sum(below), jnp.sum(above)
+        q = jnp.arange(n + 1)
+        f = jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0)
+        zero_row = jnp.zeros((1, n + 1), dt)
+        zero_col = jnp.zeros((n + 1, 1), dt)
+        for x in range(n):
+            eligible = jnp.sum(above & (lo <= x))
+            aside = jnp.concatenate([zero_row, f[:-1]], axis=0)
+            served = jnp.concatenate([zero_col, f[:, :-1]], axis=1)
+            served = served * jnp.maximum(eligible - (q[None, :] - 1), 0).astype(dt)
+            f = f + jnp.where(avail[x], aside + served, 0.0)
+            m = jnp.sum(below & (hi == x))
+            taken = jnp.sum(below & (hi < x))
+            factor = jnp.ones((n + 1,), dt)
+            for i in range(n):
+                factor = factor * jnp.where(i < m, jnp.maximum(q - taken - i, 0), 1).astype(dt)
+            f = f * factor[:, None]
+        hit = (q[:, None] == num_below) & (q[None, :] == num_above)
+        count = jnp.sum(jnp.where(hit, f, 0.0))
+        pending_open = (player == 1) & ((rnd < done) | ((rnd == done) & ~bid))
+        extra = jnp.sum(avail) - num_below - num_above
+        count = count * jnp.where(pending_open, jnp.maximum(extra, 0), 1).astype(dt)
+        return jnp.where(self.consistent(state, target_key) & ties_ok, count, 0.0)
+
     @classmethod
     def from_rules_params(cls, num_cards, first_point, decide_last_card):
         return cls(num_cards=num_cards, first_point=first_point, decide_last_card=decide_last_card)

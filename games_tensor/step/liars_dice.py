@@ -159,6 +159,60 @@ class LiarsDiceStep(StepGame):
         bids_ok = jnp.all(state.bids == (t["bids"].astype(bool) & upto))
         return dice_ok & bids_ok & ~state.called
 
+    def _next_bid(self, state, bids):
+        """The smallest bid of the flags ``bids`` [NB] above the state's last bid (-1:
+        none)."""
+        later = bids.astype(bool) & (jnp.arange(self.num_bids) > state.last_bid)
+        return jnp.where(jnp.any(later), jnp.argmax(later), -1)
+
+    def consistent_children(self, state, target_key, width):
+        # without applying the children: a die of the target's player keeps the state
+        # consistent iff the key still needs that face, the opponent's any face; a bid
+        # iff it is the key's next bid; liar never (the target is a decision node)
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        faces = jnp.arange(1, self.faces + 1)
+        have = jnp.sum(self._own_dice(state, player)[:, None] == faces[None, :], axis=0)
+        need = jnp.sum(t["dice"][:, None] == faces[None, :], axis=0)
+        owner = (state.rolled >= self.dice0).astype(jnp.int32)
+        slots = jnp.arange(width)
+        face_ok = jnp.pad(need > have, (0, max(width - self.faces, 0)))[:width]
+        roll = jnp.where(owner == player, face_ok, slots < self.faces)
+        bid = slots == self._next_bid(state, t["bids"])
+        chance = state.rolled < self.num_dice
+        return self.consistent(state, target_key) & jnp.where(chance, roll, bid)
+
+    def public_consistent_children(self, state, target_public_key, width):
+        t = self.public_layout.fields_of(target_public_key)
+        slots = jnp.arange(width)
+        roll = (slots < self.faces) & (state.rolled + 1 <= t["rolled"][0])
+        bid = (slots == self._next_bid(state, t["bids"])) | (
+            (slots == self.num_bids) & (t["called"][0] > 0)
+        )
+        chance = state.rolled < self.num_dice
+        return self.public_consistent(state, target_public_key) & jnp.where(chance, roll, bid)
+
+    def num_completions(self, state, target_key):
+        # own dice still to roll: any order of the key's dice not rolled yet
+        # (multinomial); the opponent's dice still to roll: any faces (F^m); the bids
+        # are fixed by the key
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        faces = jnp.arange(1, self.faces + 1)
+        own = self._own_dice(state, player)
+        have = jnp.sum(own[:, None] == faces[None, :], axis=0)
+        need = jnp.sum(t["dice"][:, None] == faces[None, :], axis=0)
+        left = jnp.maximum(need - have, 0)
+        fact = jnp.asarray(
+            np.cumprod(np.concatenate([[1.0], np.arange(1, self.num_dice + 1)])), float_dtype()
+        )
+        orders = fact[jnp.sum(left)] / jnp.prod(fact[left])
+        rolled0 = jnp.minimum(state.rolled, self.dice0)
+        rolled1 = state.rolled - rolled0
+        opp_left = jnp.where(player == 0, self.dice1 - rolled1, self.dice0 - rolled0)
+        free = jnp.asarray(float(self.faces), float_dtype()) ** opp_left
+        return jnp.where(self.consistent(state, target_key), orders * free, 0.0)
+
     def public_consistent(self, state, target_public_key):
         t = self.public_layout.fields_of(target_public_key)
         upto = jnp.arange(self.num_bids) <= state.last_bid

@@ -21,12 +21,13 @@ then a uniform playout runs to the end. Each in-tree infoset I on the simulation
 Step form (``games_tensor.step.StepGame``): the same code over game states, rows from
 a hashed key table of ``capacity`` rows (``jaxcfr.search._table``; a new infoset the
 full table refuses is played out and counted in ``state.table.refusals``). The start
-history is not drawn from an enumerated infoset but by walking from the root through
-children consistent with the searcher's key (``StepGame.consistent``): chance at its
-probabilities renormalised on the consistent outcomes, player actions uniform among
-the consistent ones. Where the histories of an infoset differ only in chance outcomes
-of equal probability and the actions on them are forced by the key (Liar's Dice:
-the opponent's dice), this is the compiled form's uniform draw.
+history is not drawn from an enumerated infoset but by walking from the root, each
+step choosing a child (chance outcome or action) with probability proportional to
+the number of the searcher's infoset's histories at or below it
+(``StepGame.num_completions``, exact; chance probabilities play no part, as in the
+compiled form): the product telescopes to 1 / |I| for every history of I, the
+compiled form's uniform draw (tests/test_step_games.py checks the counts against the
+enumerated trees of the small games).
 
 Shapes: R table rows (= I, or ``capacity``), A actions, D depth, M the largest
 infoset (histories).
@@ -104,10 +105,10 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         playout, reached = c.playout, c.reached
         W = kinds.width
         if target is not None:
-            member, consistent = tbl.step_target(game, target, v, W)
+            member, counts = tbl.step_target(game, target, v, W, counts=True)
             reached = reached | member
             forced = ~reached
-            masked = jnp.where(consistent, v.row, 0.0)
+            masked = jnp.where(v.row > 0, counts, 0.0).astype(dtype)
             forced_row = jnp.where(jnp.sum(masked) > 0, masked, v.row)
         else:
             forced = d < depth

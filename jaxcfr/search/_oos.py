@@ -33,9 +33,9 @@ code, walking game states instead of node ids (``jaxcfr._sampling.walk``), with 
 rows from a hashed key table of ``capacity`` rows (``jaxcfr.search._table``; a new
 infoset the full table refuses is treated as playout and counted in
 ``state.table.refusals``). Targeting restricts the trajectory to the children that
-stay consistent with T (``StepGame.consistent`` / ``public_consistent``, checked on
-every child of the nodes above T), and pi_bar(T) is estimated, not enumerated: the
-mean of ``prod_d tsum_d`` over :data:`REACH_SAMPLES` walks under the mean profile
+stay consistent with T (``StepGame.consistent_children`` /
+``public_consistent_children`` at the nodes above T), and pi_bar(T) is estimated, not
+enumerated: the mean of ``prod_d tsum_d`` over :data:`REACH_SAMPLES` walks under the mean profile
 restricted to T (tsum_d the profile's mass on the consistent children at depth d;
 an unbiased importance-sampling estimate of pi_bar(T) since every restricted walk
 ends in T).

@@ -143,10 +143,11 @@ def commit(game, state, mark_rows, added_row, added_key, refused):
     if not is_step(game):
         return in_memory, state.table
     R = state.in_memory.shape[0]
-    new, _, _, _ = _fns(state.table.rows.shape[0]).insert(state.table, added_key)
     add = added_row < R
-    table = jax.tree_util.tree_map(lambda a, b: jnp.where(add, a, b), new, state.table)
-    table = table._replace(refusals=table.refusals + refused.astype(jnp.int32))
+    # conditional insert: one slot written (a select between the old and the new table
+    # copied the whole table every iteration, O(capacity) work per trajectory)
+    table, _, _, _ = _fns(state.table.rows.shape[0]).insert(state.table, added_key, add)
+    table = table._replace(refusals=state.table.refusals + refused.astype(jnp.int32))
     return in_memory, table
 
 
@@ -189,23 +190,29 @@ def has_public_consistency(game: StepGame) -> bool:
     return type(game).public_consistent is not StepGame.public_consistent
 
 
-def step_target(game: StepGame, target: StepTarget, v, width: int):
+def step_target(game: StepGame, target: StepTarget, v, width: int, counts: bool = False):
     """``(member [] bool, allowed [width] bool)`` at the step-form walk node ``v``:
     the node is in the target set, and which child slots stay consistent with it
-    (one ``apply`` and one consistency check per slot; slots beyond the node's
-    actions or outcomes are meaningless, callers mask them by probability 0)."""
+    (``StepGame.consistent_children`` / ``public_consistent_children``: by default one
+    ``apply`` and one check per slot, Liar's Dice from the key alone; slots beyond the
+    node's actions or outcomes are meaningless, callers mask them by probability 0).
+
+    ``counts=True`` (infoset targets only): ``allowed`` is instead each child's number
+    of target histories at or below it (``StepGame.num_completions``, float; 0 for the
+    inconsistent ones), the weights of a uniform draw over the target's histories."""
     state = v.state
     raw = game.current_player(state)
     if target.public:
         member = (raw >= 0) & jnp.all(game.public_state_key(state) == target.key)
-        check = game.public_consistent
     else:
         own = game.information_state_key(state, jnp.maximum(target.player, 0))
         member = (raw == target.player) & jnp.all(own == target.key)
-        check = game.consistent
-    kids = jax.vmap(game.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
-    allowed = jax.vmap(check, (0, None))(kids, target.key)
-    return member, allowed
+    if counts:
+        kids = jax.vmap(game.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
+        return member, jax.vmap(game.num_completions, (0, None))(kids, target.key)
+    if target.public:
+        return member, game.public_consistent_children(state, target.key, width)
+    return member, game.consistent_children(state, target.key, width)
 
 
 # ---------------------------------------------------------------- target sets
