@@ -22,19 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
-from jaxcfr import _sequence_form as sf
-from jaxcfr.pruning._solver import _free_plan
-
-
-def live_payoff_entries(game: Game, pruned) -> np.ndarray:
-    """``[Zs]`` bool (host): payoff entries whose two sequences are live under ``pruned``
-    (``[I, A]`` bool, a Total RBP state's ``pruned``)."""
-    pruned = jnp.asarray(pruned)
-    live = []
-    for p, own in ((0, game.sf_own0), (1, game.sf_own1)):
-        free = _free_plan(game, p, pruned[game.player_slice(p)].T, jnp.float32)
-        live.append(np.asarray(sf.take(free.reshape(-1), own, 1.0)) > 0)
-    return live[0] & live[1]
+from jaxcfr.pruning._subgame import live_payoff_entries
 
 
 def compact_game(game: Game, pruned, *, min_size: int = 1024) -> Game:
