@@ -484,6 +484,8 @@ def run_live(
     for name in ("layouts", "checks", "unchanged", "stale"):
         stats.setdefault(name, 0)
     stats.setdefault("shapes", set())
+    if stats.get("game") != game.meta.fingerprint:  # a layout serves one game
+        stats["game"], stats["current"], stats["compiled"] = game.meta.fingerprint, None, []
     state = solver.init(game) if state is None else state
     done = int(state.iteration)
     if done % k:
