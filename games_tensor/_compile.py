@@ -29,7 +29,6 @@ from games_tensor._table import (
     block_positions,
     level_children,
     level_parent_positions,
-    table_slots,
 )
 
 DEFAULT_MAX_HISTORIES = 12_000_000
@@ -532,11 +531,6 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         block_payoff=jnp.asarray(blocks[2], dtype=fdt),
         parent_local=jnp.asarray(parent_local),
         level_children=jnp.asarray(children),
-        parent_slot=jnp.asarray(table_slots(parent_seq, n_inf, A)),
-        sf_slot0=jnp.asarray(table_slots(sf_seq0, n_inf, A)),
-        sf_slot1=jnp.asarray(table_slots(sf_seq1, n_inf, A)),
-        block_row_slots=jnp.asarray(table_slots(blocks[0], n_inf, A)),
-        block_col_slots=jnp.asarray(table_slots(blocks[1], n_inf, A)),
         parent_own=jnp.asarray(parent_own),
         sf_own0=own(sf_seq0, 0),
         sf_own1=own(sf_seq1, 1),

@@ -110,11 +110,6 @@ _DATA_FIELDS = (
     "block_payoff",
     "parent_local",
     "level_children",
-    "parent_slot",
-    "sf_slot0",
-    "sf_slot1",
-    "block_row_slots",
-    "block_col_slots",
     "parent_own",
     "sf_own0",
     "sf_own1",
@@ -157,15 +152,9 @@ class Game:
     block_rows: jax.Array  # [G, R] int32: P1 sequences of each payoff block (pad: S)
     block_cols: jax.Array  # [G, C] int32: P2 sequences of each payoff block (pad: S)
     block_payoff: jax.Array  # [G, R, C] float: chance reach * u_0 (G = 0: no blocks)
-    # --- the same sequences as positions in the action-major [A, I + 1] plan table
-    #     (games_tensor._table; padding -> A*(I + 1), out of bounds) ---
+    # --- the level structure of each player's sequence tree (games_tensor._table) ---
     parent_local: jax.Array  # [I] int32: parent sequence in the previous level's [A, n] block
     level_children: jax.Array  # [L] int32: child ids per parent slot (see meta.child_fanout)
-    parent_slot: jax.Array  # [I] int32: table position of parent_seq
-    sf_slot0: jax.Array  # [Zs] int32: table position of sf_seq0
-    sf_slot1: jax.Array  # [Zs] int32: table position of sf_seq1
-    block_row_slots: jax.Array  # [G, R] int32: table positions of block_rows
-    block_col_slots: jax.Array  # [G, C] int32: table positions of block_cols
     # --- the same sequences as positions in their owner's flattened [A, n_p] block
     #     (games_tensor._table.block_positions; empty -> A*n_p, padding -> A*n_p + 1) ---
     parent_own: jax.Array  # [I] int32: parent_seq in the owner's block

@@ -1,26 +1,17 @@
-"""Positions of sequences in the action-major *plan table* (precomputed at compile).
+"""Positions of sequences in the kernel's action-major blocks (precomputed at compile).
 
-The sequence-form kernel (``jaxcfr._sequence_form``) holds realization plans and
-values as ``[A, I + 1]`` tables: entry ``[a, i]`` is sequence ``i*A + a`` and
-column ``I`` the empty sequence, so sums and maxima over actions reduce the major
-axis (what XLA:CPU vectorizes). The compiler stores, next to each flat sequence id
-array, the matching positions in the flattened table, so no integer division runs
-inside the solvers' loops.
+The sequence-form kernel (``jaxcfr._sequence_form``) holds each player's realization
+plan and values as an ``[A, n_p]`` block: entry ``[a, i]`` is sequence
+``(start_p + i)*A + a``, so sums and maxima over actions reduce the major axis (what
+XLA:CPU vectorizes). The compiler stores, next to each flat sequence id array, the
+matching positions in the owner's flattened block (and the level structure: parent
+positions in the previous level's block, gathered child lists), so no integer division
+runs inside the solvers' loops.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-
-def table_slots(seq: np.ndarray, num_infosets: int, num_actions: int) -> np.ndarray:
-    """Flat sequence ids (``i*A + a``; ``I*A`` the empty sequence; ``>= I*A + 1``
-    padding) -> positions in the flattened ``[A, I + 1]`` table (padding ->
-    ``A*(I + 1)``, out of bounds, so gathers fill 0 and scatters drop it)."""
-    seq = np.asarray(seq, dtype=np.int64)
-    A, n = num_actions, num_infosets
-    slot = (seq % A) * (n + 1) + seq // A
-    return np.where(seq < n * A + 1, slot, A * (n + 1)).astype(np.int32)
 
 
 def block_positions(seq: np.ndarray, start: int, size: int, num_infosets: int, num_actions: int):
@@ -31,7 +22,7 @@ def block_positions(seq: np.ndarray, start: int, size: int, num_infosets: int, n
     ``fill_value=1`` reads the empty sequence's plan 1 (padding entries have zero
     payoff) and a scatter into ``A*n_p + 1`` segments keeps the empty sequence's sum
     last and drops padding. The kernel gathers the opponent's plan and scatters its
-    own values through these, without building the ``[A, I + 1]`` table."""
+    own values through these, without a joint table of both players."""
     seq = np.asarray(seq, dtype=np.int64)
     A, n = num_actions, size
     empty = num_infosets * A

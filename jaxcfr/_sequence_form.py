@@ -12,15 +12,15 @@ major axis, which XLA:CPU vectorizes; over a minor axis of 2 or 3 actions it run
 about 4x slower (``python -m experiments.benchmarks layout`` measures both). The
 public API keeps ``[I, A]``; :func:`policy_blocks` transposes once at the boundary.
 
-Both players' plans meet in a *plan table* ``[A, I + 1]``: entry ``[a, i]`` is
-sequence ``i*A + a``, column ``I`` the empty sequence. The compiler stores the
-table position of every sequence the kernel gathers or scatters
-(``game.parent_slot``, ``block_row_slots``, ``sf_slot0``, ...; see
-``games_tensor._table``), so no index arithmetic runs in the loop.
+Each player's plan and values stay in its own ``[A, n_p]`` block: the compiler stores
+the position of every sequence the kernel gathers or scatters in its owner's flattened
+block (``game.parent_own``, ``sf_own0/1``, ``block_row_own/col_own``; the empty
+sequence at ``A * n_p``, out of the block; see ``games_tensor._table.block_positions``),
+so no index arithmetic runs in the loop and no joint table of both players is built.
 
 * ``plan_block``: x[a, i] = x(parent_seq[i]) * policy[a, i], x(empty) = 1.
-* ``terminal_values``: g_p(s) = sum over payoff entries z with seq_p(z) = s of
-  x_{-p}(seq_{-p}(z)) * u_p(z) (chance reach already in the payoff), as a table.
+* ``own_terminal_values``: g_p(s) = sum over payoff entries z with seq_p(z) = s of
+  x_{-p}(seq_{-p}(z)) * u_p(z) (chance reach already in the payoff), on p's block.
 * ``bottom_up``: v(i, a) = g_p(i, a) + sum over p's infosets j with parent
   sequence (i, a) of value(j), deepest level first, where value(j) is either
   sum_a policy(j, a) v(j, a) (counterfactual values of the policy) or
@@ -98,23 +98,14 @@ def plan_block(game: Game, policy_p: jax.Array, player: int) -> jax.Array:
     return jnp.concatenate(pieces, axis=1)
 
 
-def plan_table(plan0: jax.Array, plan1: jax.Array) -> jax.Array:
-    """The ``[A, I + 1]`` plan table from the two players' blocks (column I: empty sequence)."""
-    return jnp.concatenate([plan0, plan1, jnp.ones((plan0.shape[0], 1), plan0.dtype)], axis=1)
-
-
-def profile_table(game: Game, policy: jax.Array):
-    """``[I, A]`` profile -> (its two ``[A, n_p]`` policy blocks, its ``[A, I + 1]`` plan table)."""
-    blocks = policy_blocks(game, policy)
-    return blocks, plan_table(*(plan_block(game, blocks[p], p) for p in (0, 1)))
-
-
 def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
     """The realization plan as a flat ``[S]`` vector over sequence ids ``i*A + a``
     (``x[I*A] = 1``) of the ``[I, A]`` profile ``policy`` (standard order, for callers
     outside the kernel)."""
-    _, table = profile_table(game, policy)
-    return jnp.concatenate([table[:, :-1].T.reshape(-1), table[:1, -1]])
+    blocks = policy_blocks(game, policy)
+    plans = [plan_block(game, blocks[p], p) for p in (0, 1)]
+    one = jnp.ones((1,), policy.dtype)
+    return jnp.concatenate([jnp.concatenate(plans, axis=1).T.reshape(-1), one])
 
 
 def own_reach_block(game: Game, plan_p: jax.Array, player: int) -> jax.Array:
@@ -125,11 +116,15 @@ def own_reach_block(game: Game, plan_p: jax.Array, player: int) -> jax.Array:
 
 def own_terminal_values(game: Game, opp_plan: jax.Array, player: int):
     """``g_p`` on ``player``'s own sequences, from the opponent's ``[A, n_{-p}]`` plan block
-    alone (no ``[A, I + 1]`` table): returns ``(g [A, n_p], g_root)``, ``g_root`` the sum
-    over payoff entries at ``player``'s empty sequence. The same sums as
-    :func:`terminal_values` through ``game.sf_own0`` / ``block_row_own`` ... (positions in
-    each player's own block, ``games_tensor._table.block_positions``): the scatter fills
-    only ``A * n_p + 1`` slots."""
+    alone: returns ``(g [A, n_p], g_root)``, ``g_root`` the sum over payoff entries at
+    ``player``'s empty sequence. Gathers and scatters go through ``game.sf_own0`` /
+    ``block_row_own`` ... (positions in each player's own block,
+    ``games_tensor._table.block_positions``): the scatter fills only ``A * n_p + 1`` slots.
+
+    With payoff blocks (``game.meta.num_payoff_blocks > 0``) this is G small dense
+    matrix-vector products, unrolled over the small block axis (no dot: XLA:CPU runs
+    tiny batched dots through its thread pool, slower here), and a scatter of G*R (or
+    G*C) values; otherwise one segment sum over the Zs payoff entries."""
     A = game.num_actions
     n = game.meta.infosets_per_player[player]
     flat = opp_plan.reshape(-1)
@@ -153,42 +148,6 @@ def own_terminal_values(game: Game, opp_plan: jax.Array, player: int):
         contrib = rounded(take(flat, opp, 1.0) * (sign * game.sf_payoff).astype(flat.dtype))
     g = jax.ops.segment_sum(contrib, own, num_segments=A * n + 1)
     return g[: A * n].reshape(A, n), g[A * n]
-
-
-def own_reach(game: Game, table: jax.Array, player: int) -> jax.Array:
-    """``[n_p]``: ``player``'s own reach x_p(parent_seq(i)) to each of its infosets."""
-    return take(table.reshape(-1), game.parent_slot[game.player_slice(player)])
-
-
-def terminal_values(game: Game, table: jax.Array, player: int) -> jax.Array:
-    """``g_p`` as an ``[A, I + 1]`` table: sum of ``x_{-p} * u_p`` over the payoff entries
-    ending in each of ``player``'s sequences (``table``: the ``[A, I + 1]`` plan table).
-
-    With payoff blocks (``game.meta.num_payoff_blocks > 0``) this is G small dense
-    matrix-vector products, unrolled over the small block axis (no dot: XLA:CPU runs
-    tiny batched dots through its thread pool, slower here), and a scatter of G*R (or
-    G*C) values; otherwise one segment sum over the Zs payoff entries.
-    """
-    flat = table.reshape(-1)
-    if game.meta.num_payoff_blocks:
-        pay = game.block_payoff.astype(table.dtype)
-        if player == 0:
-            opp = take(flat, game.block_col_slots, 0.0)
-            vals = sum(rounded(pay[:, :, c] * opp[:, c, None]) for c in range(pay.shape[2]))
-            own = game.block_row_slots
-        else:
-            opp = take(flat, game.block_row_slots, 0.0)
-            vals = -sum(rounded(pay[:, r, :] * opp[:, r, None]) for r in range(pay.shape[1]))
-            own = game.block_col_slots
-        contrib, own = vals.reshape(-1), own.reshape(-1)
-    else:
-        if player == 0:
-            own, opp, sign = game.sf_slot0, game.sf_slot1, 1.0
-        else:
-            own, opp, sign = game.sf_slot1, game.sf_slot0, -1.0
-        contrib = rounded(take(flat, opp, 0.0) * (sign * game.sf_payoff).astype(table.dtype))
-    g = jax.ops.segment_sum(contrib, own, num_segments=flat.shape[0])
-    return g.reshape(table.shape)
 
 
 def _child_table_offset(game: Game, player: int, level: int) -> int:
@@ -256,12 +215,11 @@ def bottom_up(
     player: int,
     policy_p: jax.Array,
     combine: Combine,
-    root_g: jax.Array | None = None,
+    root_g: jax.Array,
 ) -> BottomUp:
-    """Accumulate terminal values ``g`` up the player's sequence tree: ``g`` is an
-    ``[A, I + 1]`` table (:func:`terminal_values`), or, with ``root_g``, the player's own
-    ``[A, n_p]`` block and its empty-sequence sum (:func:`own_terminal_values`).
-    ``policy_p`` is the player's ``[A, n_p]`` policy block.
+    """Accumulate terminal values ``g`` up the player's sequence tree: ``g`` is the
+    player's own ``[A, n_p]`` block and ``root_g`` its empty-sequence sum
+    (:func:`own_terminal_values`). ``policy_p`` is the player's ``[A, n_p]`` policy block.
 
     ``combine(v [A, n], mask [A, n], policy [A, n]) -> [n]`` turns action values
     into infoset values (:func:`combine_policy` or :func:`combine_max`).
@@ -275,7 +233,7 @@ def bottom_up(
     for d in range(len(levels) - 1, -1, -1):
         start, end = levels[d]
         cols = _local(game, player, start, end)
-        v = g[:, cols] if root_g is not None else g[:, start:end]
+        v = g[:, cols]
         if child is not None:
             v = v + child
         mask = mask_p[:, cols]
@@ -284,7 +242,6 @@ def bottom_up(
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
             child = _child_sums(game, player, d, val)
-    root_g = g[0, game.num_infosets] if root_g is None else root_g
     root = root_g + (tree_sum(infoset_vals[0]) if levels else 0.0)
     if not levels:
         return BottomUp(jnp.zeros((A, 0), g.dtype), jnp.zeros((0,), g.dtype), root)

@@ -81,26 +81,12 @@ def test_breadth_first_layout(game):
     assert (np.diff(parent[1:]) >= 0).all()  # children of a node are contiguous
 
 
-def test_plan_table_positions(game):
-    """The precomputed table positions address the same sequences as the flat ids:
-    a table with entry [a, i] = id of sequence i*A + a (column I: the empty sequence)
-    read at each stored position gives back the stored flat id."""
-    A, n, S = game.num_actions, game.num_infosets, game.num_sequences
-    table = np.empty((A, n + 1), np.int64)
-    table[:, :n] = np.arange(n)[None, :] * A + np.arange(A)[:, None]
-    table[:, n] = game.empty_sequence
-    flat = np.append(table.reshape(-1), -1)  # position A*(I+1): padding
-    pairs = [
-        ("parent_slot", "parent_seq"),
-        ("sf_slot0", "sf_seq0"),
-        ("sf_slot1", "sf_seq1"),
-        ("block_row_slots", "block_rows"),
-        ("block_col_slots", "block_cols"),
-    ]
-    for slots, seqs in pairs:
-        seq = _np(getattr(game, seqs))
-        got = flat[_np(getattr(game, slots))]
-        np.testing.assert_array_equal(got, np.where(seq < S, seq, -1), err_msg=slots)
+def test_level_positions(game):
+    """``parent_local`` addresses each infoset's parent sequence in the previous level's
+    ``[A, n]`` block (a table with entry [a, i] = id of sequence i*A + a read there gives
+    back ``parent_seq``), and the gathered child lists name every child once."""
+    A, n = game.num_actions, game.num_infosets
+    table = np.arange(n)[None, :] * A + np.arange(A)[:, None]
     parent_seq, local = _np(game.parent_seq), _np(game.parent_local)
     for levels in game.meta.infoset_levels:
         for (start, end), (pstart, pend) in zip(levels[1:], levels[:-1], strict=True):

@@ -253,6 +253,11 @@ def test_bad_input():
         jaxcfr.cfr(pruning="total", check_every=0)
     with pytest.raises(ValueError, match="interval"):
         pruning.run_live(jaxcfr.cfr(pruning="interval"), _dominated(), 10)
+    total = jaxcfr.cfr(pruning="total")
+    with pytest.raises(ValueError, match="shrink"):
+        pruning.run_live(total, _dominated(), 10, shrink=0.5)
+    with pytest.raises(ValueError, match="stable"):
+        pruning.run_live(total, _dominated(), 10, stable=0)
 
 
 def test_tables_upper_lower_by_hand():
@@ -321,14 +326,16 @@ def test_pruning_with_abstraction_keying():
 def test_live_subgame_gives_the_dense_iterates(base, n, atol, x64):
     """Total RBP with the k - 1 iterations between checks on the live sub-game
     (pruning.run_live) gives the dense solver's iterates up to summation order, with
-    fewer payoff entries than the full game once branches are pruned. (CFR+ over fewer
+    fewer payoff entries than the full game once branches are pruned, both from rebuilt
+    layouts and from layouts kept while the pruned set changed (``shrink=1.1``: rebuilt
+    when the live part shrank by 10% or a branch ended). (CFR+ over fewer
     iterations: its regrets sit at the regret-matching noise floor, where summation
     order flips the policy and differences grow, 1e-8 after ~55 iterations.)"""
     game = gt.load("leduc_poker", suits=False)
     solver = getattr(jaxcfr, base)(pruning="total", threshold=0.05, check_every=5)
     dense = _iterate(solver, game, n)
     stats = {}
-    live = pruning.run_live(solver, game, n, stats=stats)
+    live = pruning.run_live(solver, game, n, stats=stats, shrink=1.1, stable=1000)
     assert int(live.iteration) == n
     for name in ("regrets", "strategy_sum", "values_sum", "bound", "plan_sum"):
         np.testing.assert_allclose(
@@ -338,4 +345,5 @@ def test_live_subgame_gives_the_dense_iterates(base, n, atol, x64):
         assert np.array_equal(np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)))
     assert int(dense.pruned.sum()) > 0
     assert stats["live_entries"] < game.meta.num_sf_terminals
-    assert stats["layouts"] > 1
+    assert 1 < stats["layouts"] < stats["checks"]
+    assert stats["stale"] > 0

@@ -1,6 +1,7 @@
 """Benchmark Total RBP against unpruned CFR / CFR+ on Leduc-5: it/s, nodes, space, peak RSS.
 
-``python -m experiments.benchmarks pruning [--iterations 1000,10000] [--check-every 10]``
+``python -m experiments.benchmarks pruning [--iterations 1000,10000] [--check-every 10]
+[--from-checkpoint DIR]``
 
 Each configuration runs in its own child process (one at a time), so its peak resident
 memory (``ru_maxrss``) is its own. At each checkpoint the child reports: iterations per
@@ -10,6 +11,12 @@ counting on from a copy of the state (unpruned: 2 H), the counted space fraction
 dense state's bytes, and the exploitability of the average. The unpruned reference is
 the plain ``jaxcfr.cfr()`` / ``cfr_plus()`` solver. Ratios are against the unpruned
 solver measured in the same invocation; on a shared machine compare ratios.
+
+``--from-checkpoint DIR`` starts every pruned configuration from the settled state a
+``pruning_live --checkpoint-dir DIR`` run saved (same game, base, k and C), and counts
+``--iterations`` from there (the unpruned reference, whose cost per iteration does not
+depend on its state, starts from zero). ``+live`` runs ``jaxcfr.pruning.run_live``
+(the live sub-game between checks; it reports layouts built per check).
 """
 
 from __future__ import annotations
@@ -47,7 +54,13 @@ def _parse_game(spec: str):
 
 
 def child(
-    name: str, iterations: list[int], chunk: int, check_every: int, threshold: float, game_name: str
+    name: str,
+    iterations: list[int],
+    chunk: int,
+    check_every: int,
+    threshold: float,
+    game_name: str,
+    checkpoint: str | None = None,
 ) -> dict:
     import jax
     import numpy as np
@@ -115,6 +128,13 @@ def child(
             return _subgame.run_live(solver, g, int(s.iteration) + chunk, s, stats=stats)
 
     state = solver.init(game)
+    offset = 0
+    if checkpoint and mode is not None:
+        from experiments.benchmarks.pruning_live import checkpoint_stem, load
+
+        path = checkpoint_stem(checkpoint, game_name, base, check_every, threshold) + ".npz"
+        state, offset = load(path, state)
+    iterations = [offset + it for it in iterations]
     t0 = time.perf_counter()
     state = jax.block_until_ready(fn(game, state))
     compile_s = time.perf_counter() - t0
@@ -124,8 +144,10 @@ def child(
         "num_infosets": game.num_infosets,
         "num_sf_terminals": game.meta.num_sf_terminals,
         "checkpoints": [],
+        "start": offset,
     }
-    done, last_t, last_it = chunk, time.perf_counter(), chunk
+    done = offset + chunk
+    last_t, last_it = time.perf_counter(), done
     for target in iterations:
         while done < target:
             state = jax.block_until_ready(fn(game, state))
@@ -154,6 +176,11 @@ def child(
             out["checkpoints"][-1]["live_entries"] = cache["game"].meta.num_sf_terminals
             out["checkpoints"][-1]["changed_between_checks"] = cache.get("unexpected", 0)
         if live:
+            out["checkpoints"][-1]["checks"] = stats["checks"]
+            sub = stats["current"]
+            out["checkpoints"][-1]["subgame_bytes"] = sum(
+                np.asarray(x).nbytes for x in jax.tree.leaves((sub.game, sub.extra))
+            )
             out["checkpoints"][-1]["live_entries"] = stats["live_entries"]
             out["checkpoints"][-1]["rows"] = stats["rows"]
             out["checkpoints"][-1]["layouts"] = stats["layouts"]
@@ -175,11 +202,20 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=0.1)
     ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--from-checkpoint", default=None, help="pruning_live checkpoint dir")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     iterations = [int(x) for x in args.iterations.split(",")]
     if args.child:
-        res = child(args.child, iterations, args.chunk, args.check_every, args.threshold, args.game)
+        res = child(
+            args.child,
+            iterations,
+            args.chunk,
+            args.check_every,
+            args.threshold,
+            args.game,
+            args.from_checkpoint,
+        )
         print(json.dumps(res))
         return 0
     results = {}
@@ -202,6 +238,8 @@ def main(argv=None):
             "--game",
             args.game,
         ]
+        if args.from_checkpoint:
+            cmd += ["--from-checkpoint", args.from_checkpoint]
         print(f"running {name} ...", flush=True)
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -221,8 +259,9 @@ def main(argv=None):
                 print(
                     f"  {name} at {c['iterations']}: live sub-game {c['rows']} infoset rows "
                     f"(padded) of {res['num_infosets']}, {c['live_entries']} live payoff "
-                    f"entries of {res['num_sf_terminals']}; {c['layouts']} layouts built, "
-                    f"{c['shapes']} distinct shapes (compiles)"
+                    f"entries of {res['num_sf_terminals']}; {c['layouts']} layouts built in "
+                    f"{c['checks']} checks, {c['shapes']} distinct shapes (compiles); "
+                    f"sub-game arrays {c['subgame_bytes'] / 2**20:.1f} MB"
                 )
             elif "live_entries" in c:
                 print(

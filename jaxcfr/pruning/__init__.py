@@ -10,7 +10,7 @@
 See ``jaxcfr/pruning/_solver.py`` for the rules and docs/pruning.md for measurements.
 """
 
-from jaxcfr.pruning._compact import compact_game, live_payoff_entries
+from jaxcfr.pruning._compact import compact_game
 from jaxcfr.pruning._solver import (
     MODES,
     PrunedState,
@@ -19,7 +19,13 @@ from jaxcfr.pruning._solver import (
     space_fraction,
     stored_entries,
 )
-from jaxcfr.pruning._subgame import Layout, dead_infosets, layout, run_live
+from jaxcfr.pruning._subgame import (
+    Layout,
+    dead_infosets,
+    layout,
+    live_payoff_entries,
+    run_live,
+)
 from jaxcfr.pruning._tables import PruningTables, tables
 
 __all__ = [

@@ -22,16 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
-from jaxcfr.pruning._solver import _free_table
-
-
-def live_payoff_entries(game: Game, pruned) -> np.ndarray:
-    """``[Zs]`` bool (host): payoff entries whose two sequences are live under ``pruned``
-    (``[I, A]`` bool, a Total RBP state's ``pruned``)."""
-    pruned = jnp.asarray(pruned)
-    tables = [_free_table(game, p, pruned[game.player_slice(p)].T, jnp.float32) for p in (0, 1)]
-    live = np.asarray((tables[0] + tables[1]).reshape(-1)) > 0
-    return live[np.asarray(game.sf_slot0)] & live[np.asarray(game.sf_slot1)]
+from jaxcfr.pruning._subgame import live_payoff_entries
 
 
 def compact_game(game: Game, pruned, *, min_size: int = 1024) -> Game:
@@ -53,15 +44,11 @@ def compact_game(game: Game, pruned, *, min_size: int = 1024) -> Game:
         sf_seq0=cut(game.sf_seq0),
         sf_seq1=cut(game.sf_seq1),
         sf_payoff=cut(game.sf_payoff),
-        sf_slot0=cut(game.sf_slot0),
-        sf_slot1=cut(game.sf_slot1),
         sf_own0=cut(game.sf_own0),
         sf_own1=cut(game.sf_own1),
         block_rows=no_i,
         block_cols=no_i,
         block_payoff=jnp.zeros((0, 1, 1), game.sf_payoff.dtype),
-        block_row_slots=no_i,
-        block_col_slots=no_i,
         block_row_own=no_i,
         block_col_own=no_i,
         meta=meta,

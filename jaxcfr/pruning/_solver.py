@@ -151,22 +151,21 @@ def stored_entries(game: Game, state) -> jax.Array:
 
 
 # ------------------------------------------------------------------ small helpers
-def _free_table(game: Game, p: int, flags: jax.Array, dtype) -> jax.Array:
-    """``[A, I + 1]`` plan table of the 0/1 'policy' ``~flags`` for player p (the other
-    player's block zero): entry = 1 iff no flagged own sequence on the path, inclusive."""
-    plan = sf.plan_block(game, (~flags).astype(dtype), p)
-    n_other = game.meta.infosets_per_player[1 - p]
-    other = jnp.zeros((game.num_actions, n_other), dtype)
-    return sf.plan_table(plan, other) if p == 0 else sf.plan_table(other, plan)
+def _free_plan(game: Game, p: int, flags: jax.Array, dtype) -> jax.Array:
+    """``[A, n_p]`` plan of the 0/1 'policy' ``~flags`` of player p (``flags [A, n_p]``):
+    entry = 1 iff no flagged own sequence on the path, inclusive."""
+    return sf.plan_block(game, (~flags).astype(dtype), p)
 
 
 def _below(game: Game, p: int, flags: jax.Array) -> jax.Array:
     """``[n_p]`` bool: infosets strictly below a flagged own sequence (``flags [A, n_p]``)."""
-    return sf.own_reach(game, _free_table(game, p, flags, jnp.float32), p) == 0
+    return sf.own_reach_block(game, _free_plan(game, p, flags, jnp.float32), p) == 0
 
 
-def _gather(table: jax.Array, slots: np.ndarray) -> jax.Array:
-    return table.reshape(-1)[jnp.asarray(slots)]
+def _at_histories(plan_p: jax.Array, hist_own: np.ndarray) -> jax.Array:
+    """``[H]``: player p's ``[A, n_p]`` plan at the last own sequence on the path to each
+    history (``tables(game).hist_own[p]``; 1 at the empty sequence)."""
+    return sf.take(plan_p.reshape(-1), jnp.asarray(hist_own), 1.0)
 
 
 def _count(mask: jax.Array) -> jax.Array:
@@ -176,18 +175,6 @@ def _count(mask: jax.Array) -> jax.Array:
 def _add_nodes(hi, lo, n):
     lo = lo + n
     return hi + (lo >> _LO_BITS), lo & ((1 << _LO_BITS) - 1)
-
-
-def _opp_table(game: Game, p: int, opp_plan: jax.Array) -> jax.Array:
-    """Plan table holding only the opponent's plan (player p's own block zero)."""
-    own = jnp.zeros((game.num_actions, game.meta.infosets_per_player[p]), opp_plan.dtype)
-    return sf.plan_table(own, opp_plan) if p == 0 else sf.plan_table(opp_plan, own)
-
-
-def _own_table(game: Game, p: int, block: jax.Array) -> jax.Array:
-    """``[A, I + 1]`` table holding player p's ``[A, n_p]`` values, zero elsewhere."""
-    table = jnp.zeros((game.num_actions, game.num_infosets + 1), block.dtype)
-    return table.at[:, game.player_slice(p)].set(block)
 
 
 def _average_plan(game: Game, p: int, ssum: jax.Array) -> jax.Array:
@@ -343,8 +330,10 @@ def regret_pruning(
         tol = regret_tolerance(game, regrets.dtype)
         return regret_matching(regrets, mask, None, axis=0, tolerance=tol)
 
-    def player_step(game, p, b, policy, table, opp_ssum, t):
-        """One update of player p. ``b``: dict of its blocks. Returns (b, nodes)."""
+    def player_step(game, p, b, policy, plan_p, opp_plan, opp_ssum, t):
+        """One update of player p against the opponent's ``[A, n_{-p}]`` plan ``opp_plan``
+        (``plan_p``: p's own plan of ``policy``). ``b``: dict of its blocks. Returns
+        (b, nodes)."""
         tab = tables(game)
         mask = sf.legal_block(game, p)
         dtype = b["R"].dtype
@@ -352,18 +341,18 @@ def regret_pruning(
         pr = b["pruned"]
         tf = t.astype(dtype)
         check = (t % k) == 0
-        free_tab = _free_table(game, p, pr, dtype)
-        live = sf.own_reach(game, free_tab, p) > 0
+        free = _free_plan(game, p, pr, dtype)
+        live = sf.own_reach_block(game, free, p) > 0
         live_a = over_actions(live, shape)
-        g = sf.terminal_values(game, table, p)
-        bu = sf.bottom_up(game, g, p, policy, sf.combine_policy)
+        g, g_root = sf.own_terminal_values(game, opp_plan, p)
+        bu = sf.bottom_up(game, g, p, policy, sf.combine_policy, g_root)
         iv = bu.infoset_values
         inst = jnp.where(mask, bu.action_values - over_actions(iv, shape), 0.0)
         upd = mask & live_a & ~pr
         b = dict(b)
         b["R"] = jnp.where(upd, regret_update(b["R"], inst, t), b["R"]).astype(dtype)
         w, decay = weight(t)
-        reach = sf.own_reach(game, table, p)
+        reach = sf.own_reach_block(game, plan_p, p)
         # the same rounding as the CFR family's update (rounded: no fused multiply-add)
         b["S"] = ((b["S"] + rounded(over_actions(w * reach, shape) * policy)) * decay).astype(dtype)
         if predictive:
@@ -373,14 +362,14 @@ def regret_pruning(
         opp_reach = None
         if count_nodes or pruning in ("interval", "total"):
             chance = jnp.asarray(tab.chance, dtype)
-            opp_reach = chance * _gather(table, tab.hist_slot[1 - p])
+            opp_reach = chance * _at_histories(opp_plan, tab.hist_own[1 - p])
         if count_nodes:
             if pruning == "none":
                 nodes = jnp.asarray(tab.num_histories, jnp.int32)
             else:
                 entered = opp_reach > 0
                 if pruning != "partial":
-                    entered = entered & (_gather(free_tab, tab.hist_slot[p]) > 0)
+                    entered = entered & (_at_histories(free, tab.hist_own[p]) > 0)
                 nodes = _count(entered)
         if pruning in ("none", "partial"):
             return b, nodes
@@ -405,8 +394,7 @@ def regret_pruning(
 
         if pruning == "interval":
             frozen = (pr | ~live_a) & mask
-            g_own = g[:, game.player_slice(p)]
-            b["win"] = jnp.where(frozen, b["win"] + g_own, 0.0).astype(dtype)
+            b["win"] = jnp.where(frozen, b["win"] + g, 0.0).astype(dtype)
             b["winv"] = jnp.where(active, b["winv"] + over_actions(iv, shape), 0.0).astype(dtype)
             r_max = jnp.max(jnp.where(mask, b["R"], -jnp.inf), axis=0)
             start = (
@@ -423,9 +411,10 @@ def regret_pruning(
 
             def settle(b):
                 b = dict(b)
-                made = sf.bottom_up(game, _own_table(game, p, b["win"]), p, policy, sf.combine_max)
-                flush_tab = _free_table(game, p, flush, dtype)
-                below_f = sf.own_reach(game, flush_tab, p) == 0
+                zero = jnp.zeros((), dtype)
+                made = sf.bottom_up(game, b["win"], p, policy, sf.combine_max, zero)
+                flush_plan = _free_plan(game, p, flush, dtype)
+                below_f = sf.own_reach_block(game, flush_plan, p) == 0
                 below_fa = over_actions(below_f, shape) & mask
                 inc_top = made.action_values - b["winv"]
                 inc_sub = made.action_values - over_actions(made.infoset_values, shape)
@@ -442,7 +431,7 @@ def regret_pruning(
                 ).astype(dtype)
                 n = jnp.zeros((), jnp.int32)
                 if count_nodes:
-                    n = _count(_gather(flush_tab, tab.hist_slot[p]) == 0)
+                    n = _count(_at_histories(flush_plan, tab.hist_own[p]) == 0)
                 return b, n
 
             def skip(b):
@@ -456,11 +445,9 @@ def regret_pruning(
 
         def total_check(b):
             b = dict(b)
-            opp_plan = _average_plan(game, 1 - p, opp_ssum)
-            avg_table = _opp_table(game, p, opp_plan)
-            cb = sf.bottom_up(
-                game, sf.terminal_values(game, avg_table, p), p, policy, sf.combine_max
-            )
+            opp_avg = _average_plan(game, 1 - p, opp_ssum)
+            g_avg, g_avg_root = sf.own_terminal_values(game, opp_avg, p)
+            cb = sf.bottom_up(game, g_avg, p, policy, sf.combine_max, g_avg_root)
             cbv_a = cb.action_values
             cbv_i = over_actions(cb.infoset_values, shape)
             below_end = _below(game, p, ended)
@@ -498,9 +485,9 @@ def regret_pruning(
             n = jnp.zeros((), jnp.int32)
             if count_nodes:
                 marked = ended | cand
-                under = _gather(_free_table(game, p, marked, dtype), tab.hist_slot[p]) == 0
-                avg_reach = jnp.asarray(tab.chance, dtype) * _gather(
-                    avg_table, tab.hist_slot[1 - p]
+                under = _at_histories(_free_plan(game, p, marked, dtype), tab.hist_own[p]) == 0
+                avg_reach = jnp.asarray(tab.chance, dtype) * _at_histories(
+                    opp_avg, tab.hist_own[1 - p]
                 )
                 n = _count(under & (avg_reach > 0))
             return b, n
@@ -537,22 +524,19 @@ def regret_pruning(
         policy = [
             policy_of(game, p, blocks[p]["R"], blocks[p]["P"], blocks[p]["pruned"]) for p in (0, 1)
         ]
+        plan0 = sf.plan_block(game, policy[0], 0)
         plan1 = sf.plan_block(game, policy[1], 1)
-        table = sf.plan_table(sf.plan_block(game, policy[0], 0), plan1)
         faced = pruning == "total"
         if faced:  # P1 faces P2's current plan
             blocks[1]["X"] = (blocks[1]["X"] + plan1).astype(plan1.dtype)
-        blocks[0], n0 = player_step(game, 0, blocks[0], policy[0], table, blocks[1]["X"], t)
-        if alternating:
+        blocks[0], n0 = player_step(game, 0, blocks[0], policy[0], plan0, plan1, blocks[1]["X"], t)
+        if alternating:  # P2 faces P1's updated policy
             b0 = blocks[0]
             policy0 = policy_of(game, 0, b0["R"], b0["P"], b0["pruned"])
             plan0 = sf.plan_block(game, policy0, 0)
-            table = sf.plan_table(plan0, plan1)
-        else:
-            plan0 = table[:, game.player_slice(0)]
-        if faced:  # P2 faces P1's plan of this table
+        if faced:  # P2 faces this plan of P1
             blocks[0]["X"] = (blocks[0]["X"] + plan0).astype(plan0.dtype)
-        blocks[1], n1 = player_step(game, 1, blocks[1], policy[1], table, blocks[0]["X"], t)
+        blocks[1], n1 = player_step(game, 1, blocks[1], policy[1], plan1, plan0, blocks[0]["X"], t)
         new = {n: jnp.concatenate([blocks[0][n], blocks[1][n]], axis=1).T for n in names}
         if not predictive:
             new["P"] = state.prediction

@@ -10,20 +10,30 @@ iterations between checks run on a *sub-game* built on the host from the pruned 
   per player and level, in the full game's order, padded with dummy infosets (one legal
   action, no payoff) to a size bucket (4 per octave) so that few shapes (compiles) occur;
 * payoff entries: those whose two sequences are live (no pruned sequence of its owner on
-  the path, inclusive), plus, for each pruned (I, a) of p and each history h in I, one
-  entry (seq_p = (I, a), seq_{-p}(h), chance(h) U_p(I, a)): the pruned action's
-  counterfactual value is then pi_{-p}(I) U(I, a), the increment of the bound of (9),
-  from the one kernel (its plan is 0, so the opponent gets nothing from it); merged per
-  sequence pair, padded to a power of two; no payoff blocks (segment-sum path).
+  the path, inclusive), merged per sequence pair, padded to a power of two; no payoff
+  blocks (segment-sum path);
+* per player p, the histories of p's rows (row, the opponent's sequence in the compact
+  game, chance reach) and U(I, a) of the rows: the counterfactual reach
+  pi_{-p}(I) = sum_{h in I} chance(h) x_{-p}(h) and the bound increment of (9) are the
+  dense solver's sums over the same histories in the same order.
 
 One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on live,
-unpruned (I, a), S += w pi_i sigma, V(I) += v(I), B(I, a) += pi_{-i}(I) U(I, a) at pruned
-(I, a), the faced-plan sums X += x. A *stretch* (one jitted call) gathers the sub-game's
-rows from the dense state, runs the k - 1 iterations in a ``lax.scan`` and scatters them
-back; the check runs the dense solver's update on the full game (CBR and the reset
-(7)/(8) from the one evaluation kernel, as before). The dense state stays the master
-copy (frozen rows are simply not touched), so solver memory does not fall; see
-docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I`` for a dummy).
+unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I) U(I, a)
+at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
+above, recomputed from the state's mask every iteration). A *stretch* (one jitted call)
+gathers the sub-game's rows from the dense state, runs the k - 1 iterations in a
+``lax.scan`` and scatters them back; the check runs the dense solver's update on the full
+game (CBR and the reset (7)/(8) from the one evaluation kernel, as before). The dense
+state stays the master copy (frozen rows are simply not touched), so solver memory does
+not fall; see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I``
+for a dummy).
+
+A layout built under the pruned set P stays exact under a later set P' as long as every
+(I, a) of P is still pruned or below a pruned sequence under P' (:func:`covers`: nothing
+P dropped has come back; newly pruned branches are masked inside the stretch), so
+:func:`run_live` rebuilds only when that fails (a branch ended: re-expansion), when the
+live infosets shrank by the factor ``shrink`` against the layout's rows, or when the
+pruned set has been unchanged for ``stable`` checks and differs from the layout's.
 """
 
 from __future__ import annotations
@@ -40,7 +50,6 @@ from games_tensor._table import (
     block_positions,
     child_table,
     level_parent_positions,
-    table_slots,
 )
 from jaxcfr import _sequence_form as sf
 from jaxcfr._solver import (
@@ -65,11 +74,16 @@ def _bucket(n: int) -> int:
 @dataclasses.dataclass(frozen=True)
 class Layout:
     """A live sub-game: ``game`` (compact Game) and ``rows`` ``[I']`` (full infoset of
-    each compact row, ``I`` for dummies); ``live_entries`` real payoff entries kept."""
+    each compact row, ``I`` for dummies); ``live_entries`` real payoff entries kept;
+    ``pruned`` ``[I, A]`` the mask it was built under; ``extra`` the per-player history
+    tables (``hist_row`` local row in p's block, ``hist_opp`` the opponent's sequence in
+    its block, ``hist_chance``) and ``upper`` ``[A, n_p']`` U(I, a) of the rows."""
 
     game: Game
     rows: np.ndarray
     live_entries: int
+    pruned: np.ndarray
+    extra: dict
 
 
 def dead_infosets(game: Game, pruned: np.ndarray) -> np.ndarray:
@@ -181,31 +195,11 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
                 else:
                     par_new[r] = empty_new if s == levs[0][0] else (s - 1) * A
                 legal_new[r, 0] = True
-    # payoff entries: live pairs, then the pseudo entries of the pruned actions
+    # payoff entries: the live pairs
     s0, s1 = seq_map(game.sf_seq0), seq_map(game.sf_seq1)
     pay = np.asarray(game.meta.host.get("sf_payoff", game.sf_payoff), np.float64)
     keep = (s0 >= 0) & (s1 >= 0)
-    seqs0, seqs1, pays = [s0[keep]], [s1[keep]], [pay[keep]]
-    tab = tables(game)
-    for p in (0, 1):
-        ids, local = tab.node_ids[p], tab.node_local[p]
-        off = game.player_slice(p).start
-        infoset = local + off
-        pr_a = pruned[infoset]  # [n_nodes, A]
-        hn, an = np.nonzero(pr_a & ~dead[infoset][:, None])
-        if hn.size == 0:
-            continue
-        opp_slot = tab.hist_slot[1 - p][ids[hn]].astype(np.int64)
-        oi, oa = opp_slot % (n_inf + 1), opp_slot // (n_inf + 1)
-        opp_seq = seq_map(np.where(oi == n_inf, n_inf * A, oi * A + oa))
-        own_seq = new_id[infoset[hn]] * A + an
-        u = tab.chance[ids[hn]] * tab.upper[p][an, local[hn]] * (1.0 if p == 0 else -1.0)
-        ok = opp_seq >= 0
-        pair = (own_seq, opp_seq) if p == 0 else (opp_seq, own_seq)
-        seqs0.append(pair[0][ok])
-        seqs1.append(pair[1][ok])
-        pays.append(u[ok])
-    s0, s1, pay = (np.concatenate(x) for x in (seqs0, seqs1, pays))
+    s0, s1, pay = s0[keep], s1[keep], pay[keep]
     key = s0 * (empty_new + 1) + s1
     uniq, inv = np.unique(key, return_inverse=True)
     pay = np.bincount(inv, weights=pay, minlength=uniq.size)
@@ -257,6 +251,41 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
     own_parent = np.concatenate(
         [own(np.asarray(par_new)[starts[p] : starts[p] + sizes[p]], p) for p in (0, 1)]
     )
+    # per player: its rows' histories (dense order) and U(I, a) of its rows
+    tab = tables(game)
+    extra = {"hist_row": [], "hist_opp": [], "hist_chance": [], "upper": []}
+    for p in (0, 1):
+        q = 1 - p
+        ids, local = tab.node_ids[p], tab.node_local[p]
+        row = new_id[local + game.player_slice(p).start]
+        n_q = game.meta.infosets_per_player[q]
+        opp_pos = tab.hist_own[q][ids].astype(np.int64)  # in the opponent's full block
+        oi = opp_pos % max(n_q, 1) + game.player_slice(q).start
+        opp_seq = seq_map(np.where(opp_pos == A * n_q, n_inf * A, oi * A + opp_pos // max(n_q, 1)))
+        ok = (row >= 0) & (opp_seq >= 0)  # x_{-p}(h) = 0 where the opponent's seq is pruned
+        n_h = int(ok.sum())
+        h_size = max(16, 1 << max(n_h - 1, 0).bit_length())
+        if like is not None:
+            h_size = like.extra["hist_row"][p].shape[0]
+            if h_size < n_h:
+                return None
+        pad = h_size - n_h
+        extra["hist_row"].append(np.concatenate([row[ok] - starts[p], np.zeros(pad, np.int64)]))
+        extra["hist_opp"].append(
+            np.concatenate([own(opp_seq[ok], q), np.full(pad, A * sizes[q], np.int64)])
+        )
+        extra["hist_chance"].append(np.concatenate([tab.chance[ids[ok]], np.zeros(pad)]))
+        mine = rows[starts[p] : starts[p] + sizes[p]]
+        real_p = mine < n_inf
+        up = np.zeros((A, sizes[p]))
+        up[:, real_p] = tab.upper[p][:, mine[real_p] - game.player_slice(p).start]
+        extra["upper"].append(up)
+    extra = {
+        "hist_row": tuple(i32(x) for x in extra["hist_row"]),
+        "hist_opp": tuple(i32(x) for x in extra["hist_opp"]),
+        "hist_chance": tuple(jnp.asarray(x, dtype) for x in extra["hist_chance"]),
+        "upper": tuple(jnp.asarray(x, dtype) for x in extra["upper"]),
+    }
     no_i = jnp.zeros((0, 1), jnp.int32)
     small = dataclasses.replace(
         game,
@@ -275,11 +304,6 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         block_payoff=jnp.zeros((0, 1, 1), dtype),
         parent_local=i32(parent_local),
         level_children=i32(children),
-        parent_slot=i32(table_slots(par_new, n_new, A)),
-        sf_slot0=i32(table_slots(s0, n_new, A)),
-        sf_slot1=i32(table_slots(s1, n_new, A)),
-        block_row_slots=no_i,
-        block_col_slots=no_i,
         parent_own=i32(own_parent),
         sf_own0=i32(own(s0, 0)),
         sf_own1=i32(own(s1, 1)),
@@ -287,11 +311,39 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         block_col_own=no_i,
         meta=meta,
     )
-    return Layout(small, rows.astype(np.int32), n_z)
+    return Layout(small, rows.astype(np.int32), n_z, pruned.copy(), extra)
+
+
+def live_payoff_entries(game: Game, pruned, dead: np.ndarray | None = None) -> np.ndarray:
+    """``[Zs]`` bool (host): payoff entries whose two sequences are live under ``pruned``
+    (``[I, A]`` bool, a Total RBP state's mask): each sequence is empty, or its infoset
+    is not below a pruned own sequence (``dead``: :func:`dead_infosets`) and its action
+    is not pruned."""
+    pruned = np.asarray(pruned, bool)
+    dead = dead_infosets(game, pruned) if dead is None else dead
+    A, n_inf = game.num_actions, game.num_infosets
+    host = game.meta.host
+    ok = np.ones(game.meta.num_sf_terminals, bool)
+    for name in ("sf_seq0", "sf_seq1"):
+        seq = np.asarray(host.get(name, getattr(game, name))).astype(np.int64)
+        inner = seq < n_inf * A
+        s = np.where(inner, seq, 0)
+        ok &= ~inner | (~dead[s // A] & ~pruned.reshape(-1)[s])
+    return ok
+
+
+def covers(lay: Layout, game: Game, pruned: np.ndarray, dead: np.ndarray | None = None) -> bool:
+    """Whether ``lay`` (built under its own mask) is exact for the mask ``pruned``
+    (host ``[I, A]``): every (I, a) pruned at build time is still pruned, or I lies
+    below a pruned own sequence now (``dead``: :func:`dead_infosets` of ``pruned``)."""
+    dead = dead_infosets(game, pruned) if dead is None else dead
+    gone = lay.pruned & ~pruned & ~dead[:, None]
+    return not gone.any()
 
 
 def _stretch_fn(solver: Solver, tolerance: float, length: int):
-    """The jitted stretch ``(small, rows, state) -> state`` of ``length`` iterations."""
+    """The jitted stretch ``(small, rows, extra, state) -> (state, failed)`` of ``length``
+    iterations (``extra``: :attr:`Layout.extra`)."""
     hp = dict(solver.hyperparams)
     if hp.get("pruning") != "total":
         raise ValueError(
@@ -300,7 +352,7 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
     regret_update, weight, _ = _BASES[solver.name](hp)
     alternating = hp.get("alternating", True)
 
-    def one(small, c):
+    def one(small, extra, c):
         t = c["t"] + 1
         masks = [sf.legal_block(small, p) for p in (0, 1)]
 
@@ -308,43 +360,51 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
             return regret_matching(R, masks[p] & ~pr, None, axis=0, tolerance=tolerance)
 
         pol = [policy(p, c["R"][p], c["pr"][p]) for p in (0, 1)]
-        plan1 = sf.plan_block(small, pol[1], 1)
-        table = sf.plan_table(sf.plan_block(small, pol[0], 0), plan1)
+        plans = [sf.plan_block(small, pol[p], p) for p in (0, 1)]
         c = {k: list(v) if isinstance(v, tuple) else v for k, v in c.items()}
-        c["X"][1] = c["X"][1] + plan1
+        c["X"][1] = c["X"][1] + plans[1]
         for p in (0, 1):
             if p == 1:
-                if alternating:
-                    pol[0] = policy(0, c["R"][0], c["pr"][0])
-                    plan0 = sf.plan_block(small, pol[0], 0)
-                    table = sf.plan_table(plan0, plan1)
-                else:
-                    plan0 = table[:, small.player_slice(0)]
-                c["X"][0] = c["X"][0] + plan0
+                if alternating:  # P2 faces P1's updated policy (P2's own plan unchanged)
+                    plans[0] = sf.plan_block(small, policy(0, c["R"][0], c["pr"][0]), 0)
+                c["X"][0] = c["X"][0] + plans[0]
             mask, pr = masks[p], c["pr"][p]
             shape = mask.shape
-            g = sf.terminal_values(small, table, p)
-            bu = sf.bottom_up(small, g, p, pol[p], sf.combine_policy)
+            g, g_root = sf.own_terminal_values(small, plans[1 - p], p)
+            bu = sf.bottom_up(small, g, p, pol[p], sf.combine_policy, g_root)
             iv = bu.infoset_values
             inst = jnp.where(mask, bu.action_values - over_actions(iv, shape), 0.0)
-            upd = mask & ~pr
+            dtype = c["R"][p].dtype
+            free = sf.plan_block(small, (~pr).astype(dtype), p)
+            live = sf.own_reach_block(small, free, p) > 0  # no pruned own sequence above
+            live_a = over_actions(live, shape)
+            upd = mask & live_a & ~pr
             R = c["R"][p]
             c["R"][p] = jnp.where(upd, regret_update(R, inst, t), R).astype(R.dtype)
             w, decay = weight(t)
-            reach = sf.own_reach(small, table, p)
+            reach = sf.own_reach_block(small, plans[p], p)
             S = c["S"][p]
             c["S"][p] = ((S + rounded(over_actions(w * reach, shape) * pol[p])) * decay).astype(
                 S.dtype
             )
-            c["V"][p] = c["V"][p] + iv
-            c["B"][p] = jnp.where(pr, c["B"][p] + bu.action_values, c["B"][p])
+            c["V"][p] = jnp.where(live, c["V"][p] + iv, c["V"][p]).astype(dtype)
+            # pi_{-p}(I): the dense solver's sum over I's histories, in the same order
+            opp_reach = extra["hist_chance"][p] * sf.take(
+                plans[1 - p].reshape(-1), extra["hist_opp"][p], 1.0
+            )
+            cf_reach = jax.ops.segment_sum(opp_reach, extra["hist_row"][p], num_segments=shape[1])
+            active = pr & live_a
+            B = c["B"][p]
+            c["B"][p] = jnp.where(
+                active, B + over_actions(cf_reach, shape) * extra["upper"][p], B
+            ).astype(dtype)
             if p == 0:  # the rows outside the sub-game get the same decay (CFR+)
                 c["dec"] = c["dec"] * decay
-            c["fail"] = c["fail"] | jnp.any(pr & (c["B"][p] > over_actions(c["V"][p], shape)))
+            c["fail"] = c["fail"] | jnp.any(active & (c["B"][p] > over_actions(c["V"][p], shape)))
         c["t"] = t
         return {k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}
 
-    def stretch(small: Game, rows: jax.Array, state: PrunedState):
+    def stretch(small: Game, rows: jax.Array, extra: dict, state: PrunedState):
         rows_c = jnp.minimum(rows, state.regrets.shape[0] - 1)
         dummy = (rows == state.regrets.shape[0])[:, None]
 
@@ -363,7 +423,7 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
         c["V"] = tuple(V[small.player_slice(p)] for p in (0, 1))
         c["t"], c["fail"] = state.iteration, jnp.zeros((), bool)
         c["dec"] = jnp.ones((), state.strategy_sum.dtype)
-        c = jax.lax.fori_loop(0, length, lambda _, c: one(small, c), c)
+        c = jax.lax.fori_loop(0, length, lambda _, c: one(small, extra, c), c)
 
         def put(full, name):
             new = jnp.concatenate(c[name], axis=1).T
@@ -387,57 +447,82 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
     return jax.jit(stretch)
 
 
-def run_live(solver: Solver, game: Game, iterations: int, state=None, *, stats=None):
+def run_live(
+    solver: Solver,
+    game: Game,
+    iterations: int,
+    state=None,
+    *,
+    stats=None,
+    shrink: float = 1.5,
+    stable: int = 10,
+):
     """``iterations`` Total RBP iterations of ``solver`` on ``game``: the k - 1 between
-    checks on the live sub-game (:func:`layout`, rebuilt on the host when the pruned set
-    changed), each check (iteration t with t % k == 0) by ``solver.update`` on the full
-    game. Returns the dense :class:`PrunedState`, the iterates of the dense solver up to
-    summation order. ``stats`` (a dict) collects layouts built, distinct shapes and the
-    live payoff entries; raises ``RuntimeError`` if (9) failed between checks (it cannot,
-    by the check rule)."""
+    checks on the live sub-game (:func:`layout`), each check (iteration t with t % k == 0)
+    by ``solver.update`` on the full game. Returns the dense :class:`PrunedState`, the
+    iterates of the dense solver up to summation order.
+
+    The layout is rebuilt on the host only when it no longer :func:`covers` the pruned
+    set (a branch ended), when ``shrink`` times the live infosets (or live payoff
+    entries) are fewer than its real rows (entries), or when the pruned set has been
+    unchanged for ``stable`` checks and differs from the one it was built
+    under. ``stats`` (a dict, also carrying the current layout between calls) collects
+    checks, layouts built, ``stale`` (checks that kept a layout built under another
+    pruned set), distinct shapes and the live payoff entries; raises ``RuntimeError`` if
+    (9) failed between checks (it cannot, by the check rule)."""
     hp = dict(solver.hyperparams)
     k = hp.get("check_every", 1)
     if hp.get("pruning") != "total":
         raise ValueError(f"run_live runs Total RBP only, got pruning={hp.get('pruning')!r}")
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
         raise ValueError(f"iterations must be an integer >= 0, got {iterations!r}")
+    if not (isinstance(shrink, (int, float)) and shrink >= 1):
+        raise ValueError(f"shrink must be a number >= 1, got {shrink!r}")
+    if isinstance(stable, bool) or not isinstance(stable, (int, np.integer)) or stable < 1:
+        raise ValueError(f"stable must be an integer >= 1, got {stable!r}")
     tol = regret_tolerance(game, game.sf_payoff.dtype)
     check = _cfr_cache(solver, "check", lambda: jax.jit(solver.update))
     stats = {} if stats is None else stats
-    stats.setdefault("layouts", 0)
+    for name in ("layouts", "checks", "unchanged", "stale"):
+        stats.setdefault(name, 0)
     stats.setdefault("shapes", set())
+    if stats.get("game") != game.meta.fingerprint:  # a layout serves one game
+        stats["game"], stats["current"], stats["compiled"] = game.meta.fingerprint, None, []
     state = solver.init(game) if state is None else state
     done = int(state.iteration)
     if done % k:
         raise ValueError(f"run_live starts after a check: iteration {done} % {k} != 0")
-    cur_key, cur = None, None
     shapes = stats.setdefault("compiled", [])
     while done < iterations:
         n = min(k - 1, iterations - done)
         if n:
-            key = np.asarray(state.pruned).tobytes()
-            if key != cur_key:
-                # a compiled shape at most 4/3 the rows (2x the payoff list) of the
-                # live sub-game's own, else its own shape (one more compile)
-                own = layout(game, state.pruned)
-                cur_key, cur = key, None
-                for like in sorted(shapes, key=lambda lay: lay.rows.size):
-                    if 3 * like.rows.size > 4 * own.rows.size or (
-                        like.game.meta.num_sf_terminals > 2 * own.game.meta.num_sf_terminals
-                    ):
-                        continue
-                    cur = layout(game, state.pruned, like)
-                    if cur is not None:
-                        break
-                if cur is None:
-                    cur = own
-                    shapes.append(own)
+            pr = np.asarray(state.pruned)
+            key = pr.tobytes()
+            if key == stats.get("key"):
+                stats["unchanged"] += 1
+            else:
+                stats["key"], stats["unchanged"] = key, 0
+            stats["checks"] += 1
+            cur = stats.get("current")
+            dead = dead_infosets(game, pr)
+            rebuild = cur is None or not covers(cur, game, pr, dead)
+            if not rebuild and not np.array_equal(cur.pruned, pr):
+                real = int((cur.rows < game.num_infosets).sum())
+                rebuild = (
+                    shrink * int((~dead).sum()) < real
+                    or shrink * int(live_payoff_entries(game, pr, dead).sum()) < cur.live_entries
+                    or stats["unchanged"] >= stable
+                )
+                stats["stale"] += not rebuild  # reused under a changed pruned set
+            if rebuild:
+                cur = _build(game, pr, shapes)
+                stats["current"] = cur
                 stats["layouts"] += 1
                 stats["shapes"].add(cur.game.meta.fingerprint)
                 stats["live_entries"] = cur.live_entries
                 stats["rows"] = cur.rows.size
             fn = _cfr_cache(solver, ("stretch", n), lambda n=n: _stretch_fn(solver, tol, n))
-            state, fail = fn(cur.game, jnp.asarray(cur.rows), state)
+            state, fail = fn(cur.game, jnp.asarray(cur.rows), cur.extra, state)
             if bool(fail):
                 raise RuntimeError("condition (9) failed between checks")
             done += n
@@ -445,6 +530,22 @@ def run_live(solver: Solver, game: Game, iterations: int, state=None, *, stats=N
             state = check(game, state)
             done += 1
     return state
+
+
+def _build(game: Game, pruned: np.ndarray, shapes: list) -> Layout:
+    """The live sub-game under ``pruned`` in an already compiled shape at most 4/3 its
+    own rows (2x its payoff list), else in its own shape (one more compile)."""
+    own = layout(game, pruned)
+    for like in sorted(shapes, key=lambda lay: lay.rows.size):
+        if 3 * like.rows.size > 4 * own.rows.size or (
+            like.game.meta.num_sf_terminals > 2 * own.game.meta.num_sf_terminals
+        ):
+            continue
+        lay = layout(game, pruned, like)
+        if lay is not None:
+            return lay
+    shapes.append(own)
+    return own
 
 
 _FNS: dict = {}

@@ -6,10 +6,11 @@ a traced argument there). Nothing here runs per iteration.
 
 Per player p (``n_p`` infosets, action-major ``[A, n_p]`` like the kernel):
 
-* ``hist_slot[p]`` ``[H]``: plan-table position (``a * (I + 1) + i``; ``I`` for the
-  empty sequence) of p's last sequence on the path to each history. With it, the
-  reach of any history under a realization plan is one gather: ``x_p(h) =
-  table[hist_slot[p][h]]``; ``pi_{-p}(h) = chance(h) * x_{-p}(h)``.
+* ``hist_own[p]`` ``[H]``: position of p's last sequence on the path to each history
+  in p's own flattened ``[A, n_p]`` block (``a * n_p + local``; ``A * n_p`` for the
+  empty sequence, the layout of ``game.parent_own``). With it, the reach of any history
+  under p's realization plan is one gather: ``x_p(h) = sf.take(plan_p.reshape(-1),
+  hist_own[p], 1.0)[h]``; ``pi_{-p}(h) = chance(h) * x_{-p}(h)``.
 * ``node_ids[p]``, ``node_local[p]``: the histories where p moves and their infoset
   (local index in p's block), for counterfactual reach ``pi_{-p}(I) = sum_{h in I}
   pi_{-p}(h)`` as one segment sum.
@@ -32,7 +33,7 @@ _CACHE: dict = {}
 
 @dataclasses.dataclass(frozen=True)
 class PruningTables:
-    hist_slot: tuple[np.ndarray, np.ndarray]
+    hist_own: tuple[np.ndarray, np.ndarray]
     chance: np.ndarray
     node_ids: tuple[np.ndarray, np.ndarray]
     node_local: tuple[np.ndarray, np.ndarray]
@@ -74,14 +75,15 @@ def _build(game: Game) -> PruningTables:
     chance = np.asarray(host["node_chance_reach"], dtype=np.float64)
     util0 = np.asarray(host["node_utility"], dtype=np.float64)
     legal = np.asarray(host["legal_mask"])
-    H, A, n_inf = meta.num_histories, meta.num_actions, meta.num_infosets
+    H, A = meta.num_histories, meta.num_actions
     levels = meta.node_levels
     offsets = (0, meta.infosets_per_player[0])
     sizes = meta.infosets_per_player
 
-    hist_slot = []
+    hist_own = []
     for p in (0, 1):
-        slot = np.full(H, n_inf, dtype=np.int64)  # the empty sequence
+        n_p = sizes[p]
+        slot = np.full(H, A * n_p, dtype=np.int64)  # the empty sequence
         for start, end in levels:  # breadth-first: parents come before their children
             nodes = np.arange(start, end)
             own_node = player[start:end] == p
@@ -90,8 +92,8 @@ def _build(game: Game) -> PruningTables:
                 ok = kid >= 0
                 slot[kid[ok]] = slot[nodes[ok]]
                 own = ok & own_node
-                slot[kid[own]] = k * (n_inf + 1) + infoset[nodes[own]]
-        hist_slot.append(slot.astype(np.int32))
+                slot[kid[own]] = k * n_p + infoset[nodes[own]] - offsets[p]
+        hist_own.append(slot.astype(np.int32))
 
     upper, lower, node_ids, node_local, mass = [], [], [], [], []
     for p in (0, 1):
@@ -130,7 +132,7 @@ def _build(game: Game) -> PruningTables:
         node_local.append(local.astype(np.int32))
         mass.append(m)
     return PruningTables(
-        hist_slot=tuple(hist_slot),
+        hist_own=tuple(hist_own),
         chance=chance,
         node_ids=tuple(node_ids),
         node_local=tuple(node_local),
