@@ -293,6 +293,24 @@ def run_table1(ctx: Context) -> str:
     )
 
 
+def _cs_and_vanilla(ctx: Context, tag: str, game, T: int, every: int, seeds: int):
+    """Chance-sampled CFR over ``seeds`` seeds and vanilla CFR (one run) on ``game``, each
+    checkpointed under ``tag``: the concatenation of both ``_curves`` results."""
+    cs = _curves(
+        game,
+        iterations=T,
+        eval_every=every,
+        seeds=seeds,
+        chance_sampling=True,
+        key=ctx.key,
+        ckpt=_ckpt(ctx, f"{tag}-cs"),
+    )
+    vanilla = _curves(
+        game, iterations=T, eval_every=every, seeds=1, ckpt=_ckpt(ctx, f"{tag}-vanilla")
+    )
+    return cs + vanilla
+
+
 # ------------------------------------------------------------------ Fig. 1 (i)
 DELTAS = (0.0, 0.01, 0.02, 0.05, 0.1)
 
@@ -302,20 +320,8 @@ def run_fig1_drp(ctx: Context) -> str:
     series, lines = [], []
     styles = [{"color": f"C{i}"} for i in range(len(DELTAS) + 1)]
 
-    def pair(tag, game):  # (CS-CFR over seeds, vanilla CFR), each checkpointed
-        cs = _curves(
-            game,
-            iterations=T,
-            eval_every=every,
-            seeds=seeds,
-            chance_sampling=True,
-            key=ctx.key,
-            ckpt=_ckpt(ctx, f"{tag}-cs"),
-        )
-        vanilla = _curves(
-            game, iterations=T, eval_every=every, seeds=1, ckpt=_ckpt(ctx, f"{tag}-vanilla")
-        )
-        return cs + vanilla
+    def pair(tag, game):
+        return _cs_and_vanilla(ctx, tag, game, T, every, seeds)
 
     full_drp = gt.load("die_roll_poker")
     x, y, sec, xv, yv, secv = pair("drp-full", full_drp)
@@ -374,20 +380,8 @@ def run_fig1_ld(ctx: Context) -> str:
     recalls = (1, 2, 4, 8) if ctx.quick else (1, 2, 3, 4, 6, 8, 10)
     series, lines = [], []
 
-    def pair(tag, game):  # (CS-CFR over seeds, vanilla CFR), each checkpointed
-        cs = _curves(
-            game,
-            iterations=T,
-            eval_every=every,
-            seeds=seeds,
-            chance_sampling=True,
-            key=ctx.key,
-            ckpt=_ckpt(ctx, f"{tag}-cs"),
-        )
-        vanilla = _curves(
-            game, iterations=T, eval_every=every, seeds=1, ckpt=_ckpt(ctx, f"{tag}-vanilla")
-        )
-        return cs + vanilla
+    def pair(tag, game):
+        return _cs_and_vanilla(ctx, tag, game, T, every, seeds)
 
     full = gt.load("liars_dice")
     x, y, sec, xv, yv, secv = pair("ld-full", full)
