@@ -345,5 +345,6 @@ def test_live_subgame_gives_the_dense_iterates(base, n, atol, x64):
         assert np.array_equal(np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)))
     assert int(dense.pruned.sum()) > 0
     assert stats["live_entries"] < game.meta.num_sf_terminals
-    assert 1 < stats["layouts"] < stats["checks"]
+    assert stats["layouts"] >= 2  # rebuilt at least once after the first layout
+    assert stats["layouts"] < stats["checks"]  # and kept across some checks
     assert stats["stale"] > 0
