@@ -12,7 +12,8 @@ every round, so a change of machine load hits every variant alike); each chunk i
 in CPU time of the process (``time.process_time``: all its threads; less sensitive to
 other processes than wall-clock) and in wall-clock. Reported per variant: the ratio of
 its speed to full keying's, paired within each round (full's chunk time / its chunk
-time), as median [min, max] over the rounds, in CPU time and in wall-clock; the median
+time), as median (with the distribution-free 95% confidence interval of the median,
+``_stats.median_ci``) [min, max] over the rounds, in CPU time and in wall-clock; the median
 rate; compile time (the first call, one iteration); state bytes (the solver state's
 arrays) and XLA's own cost model of one update (flops, bytes accessed: independent of
 the load). The machine's load average is printed before and after. On a shared machine
@@ -29,6 +30,7 @@ import numpy as np
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._stats import median_ci
 from experiments.sizes import format_table
 
 GAMES = {
@@ -68,9 +70,11 @@ def state_bytes(solver, game) -> int:
 
 
 def _ratio(base, other) -> str:
-    """Median [min, max] of the per-round speed ratios ``base / other`` (chunk times)."""
+    """Median (95% CI of the median) [min, max] of the per-round speed ratios
+    ``base / other`` (chunk times)."""
     r = np.asarray(base) / np.asarray(other)
-    return f"{np.median(r):.2f} [{r.min():.2f}, {r.max():.2f}]"
+    med, lo, hi = median_ci(r)
+    return f"{med:.2f} ({lo:.2f}-{hi:.2f}) [{r.min():.2f}, {r.max():.2f}]"
 
 
 def _load() -> str:
@@ -172,8 +176,8 @@ def main(argv=None):
                 "chunk",
                 "compile s",
                 "it/s (CPU time, median)",
-                "speed vs full, CPU time: median [range]",
-                "speed vs full, wall: median [range]",
+                "speed vs full, CPU time: median (95% CI) [range]",
+                "speed vs full, wall: median (95% CI) [range]",
                 "state bytes",
                 "bytes vs full",
                 "XLA flops vs full",
