@@ -450,31 +450,30 @@ def leduc_fig34(ctx: Context) -> str:
 
 
 # ---------------------------------------------------------------- calibration sweeps
-def _sweep(factory, game, grid, horizon, seeds, key, per_update=1, hook=None):
+def _sweep(factory, game, grid, horizon, seeds, key, per_update=1, hook=None, ckpt=None):
     """One ``jaxcfr.run`` over the hyper-parameter ``grid`` (dict of equal-length lists):
-    (nash_conv [G, S], hook values [G, S] or None) at ``horizon`` episodes."""
-    got = []
-
-    def on_chunk(it, nc, st):
-        got.append((np.asarray(nc), None if hook is None else np.asarray(hook(st))))
-
-    iters = horizon // per_update
-    jaxcfr.run(
+    (nash_conv [G, S], hook values [G, S] or None) at ``horizon`` episodes. With ``ckpt``
+    (a ``.npz`` path) the batched state is saved after every evaluation (``curves``), so
+    an interrupted sweep continues from there when rerun."""
+    res = curves(
         factory,
         game,
-        iters,
-        iters,
-        key=jax.random.PRNGKey(key),
-        num_seeds=seeds,
+        min(1000, horizon),
+        horizon,
+        seeds,
+        per_update=per_update,
+        key=key,
+        ckpt=ckpt,
+        hook=hook,
         hparams={k: jnp.asarray(v) for k, v in grid.items()},
-        on_chunk=on_chunk,
     )
-    nc, extra = got[-1]
     G = len(next(iter(grid.values())))
-    return nc.reshape(G, seeds), None if extra is None else extra.reshape(G, seeds)
+    nc = res["nash_conv"][:, -1].reshape(G, seeds)
+    extra = None if res["extra"] is None else res["extra"][:, -1].reshape(G, seeds)
+    return nc, extra
 
 
-def _c_sweep(game, cs, d, horizon, seeds, key, hook=None):
+def _c_sweep(game, cs, d, horizon, seeds, key, hook=None, ckpt=None):
     """UCT and Smooth UCT over ``cs`` as one grid of ``smooth_uct`` (UCT = gamma 1):
     returns (uct_nash [G, S], uct_extra, smooth_nash [G, S], smooth_extra)."""
     grid = {"c": list(cs) * 2, "gamma": [1.0] * len(cs) + [0.1] * len(cs)}
@@ -486,6 +485,7 @@ def _c_sweep(game, cs, d, horizon, seeds, key, hook=None):
         seeds,
         key,
         hook=hook,
+        ckpt=ckpt,
     )
     G = len(cs)
     split = (lambda x: (None, None) if x is None else (x[:G], x[G:]))(extra)
@@ -494,6 +494,13 @@ def _c_sweep(game, cs, d, horizon, seeds, key, hook=None):
 
 def _best(values, grid):
     return grid[int(np.argmin(values.mean(1)))]
+
+
+def _sweep_dir(ctx: Context) -> Path:
+    """Checkpoints of the sweeps (one ``.npz`` per grid), per mode and key."""
+    d = ctx.out / "checkpoints" / (f"quick-key{ctx.key}" if ctx.quick else f"full-key{ctx.key}")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def sweeps(ctx: Context) -> str:
@@ -508,7 +515,10 @@ def sweeps(ctx: Context) -> str:
         "",
     ]
     cs = [0.25 * k for k in range(1, 11)]
-    u_nc, u_m, s_nc, s_m = _c_sweep(kuhn, cs, 0.001, k_h, 4, ctx.key, _kuhn_mse_hook(kuhn))
+    ckpt = _sweep_dir(ctx)
+    u_nc, u_m, s_nc, s_m = _c_sweep(
+        kuhn, cs, 0.001, k_h, 4, ctx.key, _kuhn_mse_hook(kuhn), ckpt / "kuhn_c.npz"
+    )
     lines += [
         f"**Kuhn, c = 0.25k (k = 1..10)**, 4 seeds × {k_h:,} episodes (paper: 4 × 1e7; best "
         "UCT c = 2, Smooth UCT c = 1.75):",
@@ -524,7 +534,7 @@ def sweeps(ctx: Context) -> str:
         "",
     ]
     lc = [14.0 + 2 * k for k in range(5)]
-    u_nc, _, s_nc, _ = _c_sweep(leduc, lc, 0.002, l_h, 5, ctx.key)
+    u_nc, _, s_nc, _ = _c_sweep(leduc, lc, 0.002, l_h, 5, ctx.key, ckpt=ckpt / "leduc_c.npz")
     lines += [
         f"**Leduc, c = 14 + 2k (k = 0..4)**, 5 seeds × {l_h:,} episodes (paper: 5 × 5e8; "
         "best UCT c = 20, Smooth UCT c = 18):",
@@ -545,8 +555,18 @@ def sweeps(ctx: Context) -> str:
         5,
         ctx.key,
         per_update=2,
+        ckpt=ckpt / "leduc_os_parallel.npz",
     )
-    a_nc, _ = _sweep(jaxcfr.outcome_sampling, leduc, {"epsilon": es}, l_h, 5, ctx.key, 2)
+    a_nc, _ = _sweep(
+        jaxcfr.outcome_sampling,
+        leduc,
+        {"epsilon": es},
+        l_h,
+        5,
+        ctx.key,
+        per_update=2,
+        ckpt=ckpt / "leduc_os_alternating.npz",
+    )
     lines += [
         f"**Leduc, outcome sampling ε = 0.4 + 0.1k (k = 0..4)**, 5 seeds × {l_h:,} episodes "
         "(paper: best 0.5 for both):",
