@@ -381,10 +381,12 @@ def _walk_step_form(game: StepGame, step, carry):
     """:func:`walk` on a step-form game: a ``lax.while_loop`` over depth that stops at
     the terminal (trajectories are often much shorter than ``max_depth``: LD(2,2) 29
     steps at most, about 8 on a random playout; under ``vmap`` the loop runs to the
-    longest trajectory of the batch). The records of the depths at and below the
-    terminal are the step's record at the terminal (``step`` is called once there);
-    ``step`` must leave the carry unchanged at a terminal (the bots' steps do: every
-    factor is 1 and no flag is set there), as the fixed-length walk assumes too."""
+    longest trajectory of the batch). The loop body handles the terminal too (``step``
+    is called once there, its record kept at the terminal's depth ``e``), and the
+    records of the depths below it are that record; ``step`` must leave the carry
+    unchanged at a terminal (the bots' steps do: every factor is 1 and no flag is set
+    there), as the fixed-length walk assumes too. ``step`` is traced once (the body):
+    the rules, targeting and the table compile once per walk."""
     kinds = level_kinds(game)[0]  # every step-form level is alike
     D, W = game.max_depth, kinds.width
 
@@ -396,23 +398,29 @@ def _walk_step_form(game: StepGame, step, carry):
     buf = jax.tree_util.tree_map(lambda x: jnp.zeros((D,) + x.shape, x.dtype), shapes)
 
     def cond(c):
-        d, state, _, _ = c
-        return (d < D) & ~game.is_terminal(state)
+        d, _, _, _, done = c
+        return (d < D) & ~done
 
     def body(c):
-        d, state, carry, buf = c
+        d, state, carry, buf, _ = c
         k, carry, rec = one(d, state, carry)
         buf = jax.tree_util.tree_map(
             lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, d, 0), buf, rec
         )
-        return d + 1, game.apply(state, k), carry, buf
+        return d + 1, game.apply(state, k), carry, buf, game.is_terminal(state)
 
-    d_end, state, carry, buf = jax.lax.while_loop(
-        cond, body, (jnp.zeros((), jnp.int32), state0, carry, buf)
+    false = jnp.zeros((), bool)
+    d_end, state, carry, buf, done = jax.lax.while_loop(
+        cond, body, (jnp.zeros((), jnp.int32), state0, carry, buf, false)
     )
-    _, _, last = one(jnp.minimum(d_end, D - 1), state, carry)
+    # e: the depth whose record stands for all deeper ones (the terminal's; with no
+    # terminal within D steps every depth has its own record and e is not used)
+    e = jnp.where(done, d_end - 1, D - 1)
+    last = jax.tree_util.tree_map(
+        lambda b: jax.lax.dynamic_index_in_dim(b, e, 0, keepdims=False), buf
+    )
     records = [
-        jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j < d_end, b[j], r), buf, last)
+        jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j <= e, b[j], r), buf, last)
         for j in range(D)
     ]
     return records, carry, game.returns(state)[0]
