@@ -10,6 +10,7 @@ iterations/s). Seconds per move on this machine follow from
 
 from __future__ import annotations
 
+import functools
 import time
 
 import jax
@@ -139,7 +140,10 @@ PAPER_LARGE = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def _large_bot(label, targeting, epsilon, capacity):
+    """One bot object per setting, so every cell reuses its compiled search
+    (``jaxcfr.play`` compiles a step-form search once per bot object and game)."""
     if label == "OOS":
         return jaxcfr.oos(targeting, delta=0.9, epsilon=epsilon, capacity=capacity)
     if label == "UCT":

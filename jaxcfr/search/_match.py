@@ -345,6 +345,9 @@ def play(
     ``game`` may be the step form of a game (``games_tensor.step.load``): the engine
     holds the game state and each bot sees its information-state key
     (:func:`~jaxcfr.search._bots.step_view_of`); ``collect`` is not supported there.
+    Its matches run as small jitted pieces per bot: pass the same bot objects to
+    later calls (other seats, other opponents, other budgets) to reuse their compiled
+    searches; a new ``jaxcfr.oos(...)`` object compiles again.
 
     Returns:
       ``[num_matches]`` utilities of the first player (u_0); match m depends only on
