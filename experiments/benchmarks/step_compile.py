@@ -120,8 +120,9 @@ def _pieces(game, targeting, batch, capacity, wanted):
     key = jax.random.key(0)
     if "engine" in wanted:
         c0, t0 = time.process_time(), time.perf_counter()
-        n_ops = _match.compile_step_engine(game, oos, uct, 200, batch)
-        out["engine"] = (time.process_time() - c0, time.perf_counter() - t0, n_ops)
+        compiled = _match.compile_step_engine(game, oos, uct, 200, batch)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        out["engine"] = (cpu, wall, sum(_ops(c) for c in compiled))
     if "fused" in wanted:
         for b in (oos, uct):
             b.init(game)

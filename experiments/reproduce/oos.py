@@ -162,7 +162,7 @@ def _fig4_large(ctx: Context) -> str:
     """Fig. 4 (d)-(f) on the step form (games too large to compile)."""
     import games_tensor.step as gs
 
-    if ctx.quick:  # one cell per game: compiling a step-form match engine costs ~1 CPU-min
+    if ctx.quick:  # one cell per game (each searcher compiles once per game, ~5-10 CPU-s)
         matches, iters_of, capacity = 16, (lambda sec: 200), 1 << 12
         cells = [("OOS", "UCT")]
     else:
