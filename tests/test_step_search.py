@@ -118,6 +118,7 @@ def test_a_step_form_match_is_determined_by_its_seed():
     assert not np.array_equal(u1, u3)
 
 
+@pytest.mark.slow  # compiles an OOS search: 23 s wall at load 9
 def test_a_bot_compiles_its_step_form_search_once_for_both_seats_and_any_budget():
     """The step-form engine compiles a bot's search once per (bot object, game, chunk
     size): the same OOS object as first and as second player, at two budgets."""
