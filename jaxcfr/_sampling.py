@@ -315,7 +315,7 @@ def read_step(game: StepGame, state, width: int) -> NodeView:
     )
 
 
-def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
+def walk(game: Game, tables: NodeTables, step, carry, regrets=None, stacked: bool = False):
     """The fixed-depth trajectory walk from the root, one step per depth (unrolled).
 
     One walk for both forms of a game (the node source): a compiled ``Game`` is walked
@@ -338,15 +338,23 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None):
     and their ``k`` is ignored).
 
     Returns ``(records, carry, utility)``: the D records, the final carry and the
-    reached terminal's u_0. Used by outcome sampling and by the search algorithms
-    (``jaxcfr.search``: OOS, ISMCTS), so every sampled trajectory is this one walk.
+    reached terminal's u_0. ``stacked=True`` (step form only): the records as one
+    pytree with a leading ``[D]`` axis instead of a list (the same values; callers
+    then vectorise over depth instead of unrolling it). Used by outcome sampling and
+    by the search algorithms (``jaxcfr.search``: OOS, ISMCTS), so every sampled
+    trajectory is this one walk.
     """
     if is_step(game):
         if tables is not None or regrets is not None:
             raise ValueError("a step-form walk takes no node tables and no regrets")
         if STEP_WALK == "scan":
-            return _scan_step_form(game, step, carry)
-        return _walk_step_form(game, step, carry)
+            records, carry, utility = _scan_step_form(game, step, carry)
+            if stacked:
+                records = jax.tree_util.tree_map(lambda *r: jnp.stack(r), *records)
+            return records, carry, utility
+        return _walk_step_form(game, step, carry, stacked)
+    if stacked:
+        raise ValueError("stacked=True is for step-form games (a compiled game's levels differ)")
     h = jnp.zeros((), jnp.int32)
     records = []
     for d, kinds in enumerate(level_kinds(game)[: game.meta.max_depth]):
@@ -377,14 +385,16 @@ def _scan_step_form(game: StepGame, step, carry):
     return records, carry, game.returns(state)[0]
 
 
-def _walk_step_form(game: StepGame, step, carry):
+def _walk_step_form(game: StepGame, step, carry, stacked: bool = False):
     """:func:`walk` on a step-form game: a ``lax.while_loop`` over depth that stops at
     the terminal (trajectories are often much shorter than ``max_depth``: LD(2,2) 29
     steps at most, about 8 on a random playout; under ``vmap`` the loop runs to the
-    longest trajectory of the batch). The records of the depths at and below the
-    terminal are the step's record at the terminal (``step`` is called once there);
-    ``step`` must leave the carry unchanged at a terminal (the bots' steps do: every
-    factor is 1 and no flag is set there), as the fixed-length walk assumes too."""
+    longest trajectory of the batch). The loop body handles the terminal too (``step``
+    is called once there, its record kept at the terminal's depth ``e``), and the
+    records of the depths below it are that record; ``step`` must leave the carry
+    unchanged at a terminal (the bots' steps do: every factor is 1 and no flag is set
+    there), as the fixed-length walk assumes too. ``step`` is traced once (the body):
+    the rules, targeting and the table compile once per walk."""
     kinds = level_kinds(game)[0]  # every step-form level is alike
     D, W = game.max_depth, kinds.width
 
@@ -396,23 +406,37 @@ def _walk_step_form(game: StepGame, step, carry):
     buf = jax.tree_util.tree_map(lambda x: jnp.zeros((D,) + x.shape, x.dtype), shapes)
 
     def cond(c):
-        d, state, _, _ = c
-        return (d < D) & ~game.is_terminal(state)
+        d, _, _, _, done = c
+        return (d < D) & ~done
 
     def body(c):
-        d, state, carry, buf = c
+        d, state, carry, buf, _ = c
         k, carry, rec = one(d, state, carry)
         buf = jax.tree_util.tree_map(
             lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, d, 0), buf, rec
         )
-        return d + 1, game.apply(state, k), carry, buf
+        return d + 1, game.apply(state, k), carry, buf, game.is_terminal(state)
 
-    d_end, state, carry, buf = jax.lax.while_loop(
-        cond, body, (jnp.zeros((), jnp.int32), state0, carry, buf)
+    false = jnp.zeros((), bool)
+    d_end, state, carry, buf, done = jax.lax.while_loop(
+        cond, body, (jnp.zeros((), jnp.int32), state0, carry, buf, false)
     )
-    _, _, last = one(jnp.minimum(d_end, D - 1), state, carry)
+    # e: the depth whose record stands for all deeper ones (the terminal's; with no
+    # terminal within D steps every depth has its own record and e is not used)
+    e = jnp.where(done, d_end - 1, D - 1)
+    last = jax.tree_util.tree_map(
+        lambda b: jax.lax.dynamic_index_in_dim(b, e, 0, keepdims=False), buf
+    )
+    if stacked:
+        j = jnp.arange(D)
+
+        def fill(b, r):
+            keep = (j <= e).reshape((D,) + (1,) * (b.ndim - 1))
+            return jnp.where(keep, b, r[None])
+
+        return jax.tree_util.tree_map(fill, buf, last), carry, game.returns(state)[0]
     records = [
-        jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j < d_end, b[j], r), buf, last)
+        jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j <= e, b[j], r), buf, last)
         for j in range(D)
     ]
     return records, carry, game.returns(state)[0]

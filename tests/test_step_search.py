@@ -18,7 +18,7 @@ import games_tensor
 import games_tensor.step as gs
 import jaxcfr
 from jaxcfr import _sampling as smp
-from jaxcfr.search import _bots
+from jaxcfr.search import _bots, _match
 from jaxcfr.search import _table as tbl
 
 LD11 = {"dice0": 1, "dice1": 1}
@@ -116,6 +116,39 @@ def test_a_step_form_match_is_determined_by_its_seed():
     np.testing.assert_array_equal(r1, r2)
     u3, _ = jaxcfr.play(*args, jax.random.key(6), chunk_size=6)
     assert not np.array_equal(u1, u3)
+
+
+@pytest.mark.slow  # compiles an OOS search: 23 s wall at load 9
+def test_a_bot_compiles_its_step_form_search_once_for_both_seats_and_any_budget():
+    """The step-form engine compiles a bot's search once per (bot object, game, chunk
+    size): the same OOS object as first and as second player, at two budgets."""
+    game = _ld11()
+    oos = jaxcfr.oos("pst", capacity=64)
+    rnd = jaxcfr.random_bot()
+    jaxcfr.play(game, oos, rnd, 4, 5, jax.random.key(0), chunk_size=4)
+    jaxcfr.play(game, rnd, oos, 4, 9, jax.random.key(1), chunk_size=4)
+    search = _match._seat_fns(oos, _match._options()).search
+    assert search._cache_size() == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bot_index", [1, 2])
+def test_host_driven_step_engine_equals_the_one_program_engine(bot_index):
+    """The step form's host-driven engine (one jitted piece per bot and depth step) and
+    the one-program engine (``_chunk``: a loop over depth holding both searches) give
+    the same utilities and refusals: same keys, same arithmetic."""
+    game = _ld11()
+    bot = _bots_under_test(capacity=16)[bot_index]
+    other = jaxcfr.ismcts("rm", capacity=16)
+    ids = jnp.arange(6, dtype=jnp.int32)
+    key = jax.random.key(11)
+    u, r = _match._play_chunk_step(game, bot, other, 30, ids, key)
+    opts = smp.step_compiler_options() or None
+    fused = jax.jit(_match._chunk, static_argnums=(0, 1, 2, 3, 6), compiler_options=opts)
+    u_ref, r_ref = fused(game, bot, other, 30, ids, key, None)
+    np.testing.assert_array_equal(np.asarray(u), np.asarray(u_ref))
+    np.testing.assert_array_equal(np.asarray(r), np.asarray(r_ref))
+    assert int(np.asarray(r).sum()) > 0  # 16-row tables: the refusal path is exercised
 
 
 @pytest.mark.parametrize("capacity", [0, 3, 6, -4, 2.0, True, None])

@@ -10,6 +10,7 @@ iterations/s). Seconds per move on this machine follow from
 
 from __future__ import annotations
 
+import functools
 import time
 
 import jax
@@ -139,7 +140,10 @@ PAPER_LARGE = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def _large_bot(label, targeting, epsilon, capacity):
+    """One bot object per setting, so every cell reuses its compiled search
+    (``jaxcfr.play`` compiles a step-form search once per bot object and game)."""
     if label == "OOS":
         return jaxcfr.oos(targeting, delta=0.9, epsilon=epsilon, capacity=capacity)
     if label == "UCT":
@@ -158,7 +162,7 @@ def _fig4_large(ctx: Context) -> str:
     """Fig. 4 (d)-(f) on the step form (games too large to compile)."""
     import games_tensor.step as gs
 
-    if ctx.quick:  # one cell per game: compiling a step-form match engine costs ~1 CPU-min
+    if ctx.quick:  # one cell per game (each searcher compiles once per game, ~5-10 CPU-s)
         matches, iters_of, capacity = 16, (lambda sec: 200), 1 << 12
         cells = [("OOS", "UCT")]
     else:

@@ -182,13 +182,16 @@ class IIGoofspielStep(StepGame):
         hi = jnp.where(o == WIN, c - 1, jnp.where(o == LOSS, n - 1, c))
         order = jnp.argsort(jnp.where(todo, hi, n) * n + rounds)
         avail = jnp.where(player == 0, state.hands[1], state.hands[0])
-        ok = jnp.ones((), bool)
-        for k in range(n):
+
+        def greedy(k, c):  # a lax loop, not unrolled: N times less to compile
+            ok, avail = c
             j = order[k]
             cand = avail & (rounds >= lo[j]) & (rounds <= hi[j])
             ok = ok & (~todo[j] | jnp.any(cand))
             take = (rounds == jnp.argmax(cand)) & todo[j]
-            avail = avail & ~take
+            return ok, avail & ~take
+
+        ok, avail = jax.lax.fori_loop(0, n, greedy, (jnp.ones((), bool), avail))
         live = (state.phase >= 0) & (rnd <= done)
         return live & past_ok & pending_ok & ok
 
@@ -271,7 +274,9 @@ class IIGoofspielStep(StepGame):
         f = jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0)
         zero_row = jnp.zeros((1, n + 1), dt)
         zero_col = jnp.zeros((n + 1, 1), dt)
-        for x in range(n):
+        i = jnp.arange(n)
+
+        def card(x, f):  # a lax loop over the cards, not unrolled (compile time)
             eligible = jnp.sum(above & (lo <= x))
             aside = jnp.concatenate([zero_row, f[:-1]], axis=0)
             served = jnp.concatenate([zero_col, f[:, :-1]], axis=1)
@@ -279,10 +284,11 @@ class IIGoofspielStep(StepGame):
             f = f + jnp.where(avail[x], aside + served, 0.0)
             m = jnp.sum(below & (hi == x))
             taken = jnp.sum(below & (hi < x))
-            factor = jnp.ones((n + 1,), dt)
-            for i in range(n):
-                factor = factor * jnp.where(i < m, jnp.maximum(q - taken - i, 0), 1).astype(dt)
-            f = f * factor[:, None]
+            # falling factorial (q - taken)(q - taken - 1)...(q - taken - m + 1), 0 if short
+            terms = jnp.where(i[None, :] < m, jnp.maximum(q[:, None] - taken - i[None, :], 0), 1)
+            return f * jnp.prod(terms.astype(dt), axis=1)[:, None]
+
+        f = jax.lax.fori_loop(0, n, card, f)
         hit = (q[:, None] == num_below) & (q[None, :] == num_above)
         count = jnp.sum(jnp.where(hit, f, 0.0))
         pending_open = (player == 1) & ((rnd < done) | ((rnd == done) & ~bid))

@@ -163,7 +163,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         jnp.zeros((game.key_words,) if step_form else (1,), jnp.uint32),
         false,
     )
-    return smp.walk(game, tables, step, carry)
+    return smp.walk(game, tables, step, carry, stacked=step_form)
 
 
 def _rows(game, records, utility, selection, max_u, R=None):
@@ -171,6 +171,16 @@ def _rows(game, records, utility, selection, max_u, R=None):
     R = tbl.num_rows(game) if R is None else R
     A = game.num_actions
     kinds = smp.level_kinds(game)
+    if smp.is_step(game):  # records stacked [D, ...]: the same arithmetic, vectorised
+        r = records
+        u_p = jnp.where(r.player == 0, utility, -utility)[:, None]
+        onehot = (jnp.arange(A)[None, :] == r.action[:, None]).astype(utility.dtype)
+        if selection == "uct":
+            vv = onehot * u_p
+        else:
+            x = (u_p + max_u) / (2.0 * max_u)
+            vv = jnp.where(r.legal, onehot * x / r.sigma_k[:, None] - x, 0.0)
+        return jnp.where(r.update, r.row, R), onehot, vv, r.p
     rows, nv, vv, sv = [], [], [], []
     iota = jnp.arange(A)
     for j, r in enumerate(records):

@@ -12,9 +12,16 @@ step runs one search.
 
 Step-form games (``games_tensor.step.StepGame``): the engine holds each match's game
 state instead and hands the acting bot :func:`~jaxcfr.search._bots.step_view_of` (its
-information-state key, the public-state key and the legal mask); it runs
+information-state key, the public-state key and the legal mask); it runs up to
 ``game.max_depth`` steps. The result then also carries each bot's table refusals
-(infosets its full hash table could not add, ``jaxcfr.search._table``).
+(infosets its full hash table could not add, ``jaxcfr.search._table``). Their search
+is costly to compile, so these matches are driven from the host one depth step at a
+time through small jitted pieces that each depend on one bot (``_play_chunk_step``):
+a bot's search compiles once per (bot object, game, chunk size) and is reused by both
+seats, by later calls of ``play`` with the same bot object and by any iteration
+budget (the count is traced); the steps stop once every match of the chunk is over.
+The arithmetic and the keys are those of the one-program engine (``_chunk``, used for
+compiled games), so the results are the same.
 
 Randomness: match m uses ``fold_in(key, m)`` alone, so its result does not depend
 on the chunk size or on the other matches.
@@ -23,6 +30,7 @@ on the chunk size or on the other matches.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,6 +61,51 @@ def _node_player(game, h):
     return game.node_player[h]
 
 
+def _split_keys(keys, s):
+    """[B, 3] keys of depth step ``s``: seat 0's search, seat 1's search, the move."""
+    step_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, s)
+    return jax.vmap(lambda k: jax.random.split(k, 3))(step_keys)  # [B, 3, 2]
+
+
+def _views(game, h):
+    """(player [B], the acting players' views) at the matches' nodes ``h``."""
+    player = _node_player(game, h)
+    if smp.is_step(game):
+        views = jax.vmap(_bots.step_view_of, (None, 0))(game, h)
+    else:
+        views = _bots.View(player, game.node_infoset[h], game.node_public_state[h])
+    return player, views
+
+
+def _advance(game, h, player, pol0, pol1, move_keys):
+    """Each match one step on: chance samples its outcome, the acting seat's policy
+    (``pol0``/``pol1`` [B, A]) its move; terminals stay."""
+    K = smp.num_slots(game)
+    pol = smp.pad_actions(jnp.where((player == 0)[:, None], pol0, pol1), K)
+    if smp.is_step(game):
+        chance = smp.pad_actions(jax.vmap(game.chance_probs)(h), K)
+    else:
+        chance = game.node_chance_probs[h]
+    probs = jnp.where((player == CHANCE)[:, None], chance, pol)
+    probs = jnp.where((player == TERMINAL)[:, None], jnp.ones_like(probs), probs)
+    u = jax.vmap(lambda k: jax.random.uniform(k, (), probs.dtype))(move_keys)
+    k = smp.sample_index(probs, u)
+    if smp.is_step(game):
+        return jax.vmap(game.apply)(h, k)  # unchanged at terminals
+    child = jnp.take_along_axis(game.node_children[h], k[:, None], axis=1)[:, 0]
+    return jnp.where(player == TERMINAL, h, child)
+
+
+def _seat_search(bot, game, st, views, keys, acts, iterations):
+    """One seat's searches, vmapped over the matches; kept only where it acts."""
+    searched = jax.vmap(bot.search, (None, 0, 0, 0, None))(game, st, views, keys, iterations)
+    return _where_tree(acts, searched, st)
+
+
+def _seat_policy(bot, game, st, views):
+    return jax.vmap(bot.policy, (None, 0, 0))(game, st, views)
+
+
 def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=None):
     """One depth step of every match of a chunk: (states, h[, acc]); ``h`` the matches'
     node ids (compiled) or game states (step form).
@@ -61,22 +114,14 @@ def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=No
     change of its bot's strategy weights in the rows at or below I
     (:func:`~jaxcfr.search._table.at_or_below`) to ``acc`` [B, R, A] (the aggregate
     method)."""
-    player = _node_player(game, h)
-    step_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, s)
-    split = jax.vmap(lambda k: jax.random.split(k, 3))(step_keys)  # [B, 3, 2]
-    if smp.is_step(game):
-        views = jax.vmap(_bots.step_view_of, (None, 0))(game, h)
-    else:
-        views = _bots.View(player, game.node_infoset[h], game.node_public_state[h])
+    player, views = _views(game, h)
+    split = _split_keys(keys, s)
     new_states = []
     for p, (bot, st) in enumerate(zip(bots, states, strict=True)):
         acts = player == p
 
         def run(st, bot=bot, acts=acts, p=p):
-            searched = jax.vmap(bot.search, (None, 0, 0, 0, None))(
-                game, st, views, split[:, p], iterations
-            )
-            return _where_tree(acts, searched, st)
+            return _seat_search(bot, game, st, views, split[:, p], acts, iterations)
 
         new = jax.lax.cond(jnp.any(acts), run, lambda st: st, st)
         if collect == p:
@@ -85,35 +130,149 @@ def _step_match(game, bots, iterations, states, h, keys, s, collect=None, acc=No
             below = jax.vmap(tbl.at_or_below, (None, 0))(game, views.infoset)  # [B, R]
             acc = acc + jnp.where((acts[:, None] & below)[..., None], after - before, 0.0)
         new_states.append(new)
-    pols = [
-        jax.vmap(bot.policy, (None, 0, 0))(game, st, views)
-        for bot, st in zip(bots, new_states, strict=True)
-    ]
-    K = smp.num_slots(game)
-    pol = smp.pad_actions(jnp.where((player == 0)[:, None], pols[0], pols[1]), K)
-    if smp.is_step(game):
-        chance = smp.pad_actions(jax.vmap(game.chance_probs)(h), K)
-    else:
-        chance = game.node_chance_probs[h]
-    probs = jnp.where((player == CHANCE)[:, None], chance, pol)
-    probs = jnp.where((player == TERMINAL)[:, None], jnp.ones_like(probs), probs)
-    u = jax.vmap(lambda k: jax.random.uniform(k, (), probs.dtype))(split[:, 2])
-    k = smp.sample_index(probs, u)
-    if smp.is_step(game):
-        h = jax.vmap(game.apply)(h, k)  # unchanged at terminals
-    else:
-        child = jnp.take_along_axis(game.node_children[h], k[:, None], axis=1)[:, 0]
-        h = jnp.where(player == TERMINAL, h, child)
+    pols = [_seat_policy(bot, game, st, views) for bot, st in zip(bots, new_states, strict=True)]
+    h = _advance(game, h, player, pols[0], pols[1], split[:, 2])
     return (tuple(new_states), h) if collect is None else (tuple(new_states), h, acc)
 
 
+# ---------------------------------------------------------------- step-form engine
+# The step form's search is large to compile (the rules, targeting and the hash table
+# inside a loop over iterations inside a loop over depth), so its matches are driven
+# from the host, one depth step at a time, through small jitted pieces that depend on
+# one bot each: a bot's search is compiled once per (bot, game, chunk shape) and
+# shared by both seats, all cells and any iteration budget (a traced count). Same
+# arithmetic and keys as the fused engine (``_chunk``), so the same results.
+def _start(game, key, match_ids):
+    keys = jax.vmap(jax.random.fold_in, (None, 0))(key, match_ids)
+    h = jax.vmap(lambda _: game.init())(match_ids)
+    return keys, h
+
+
+def _prep(game, h, keys, s):
+    player, views = _views(game, h)
+    return player, views, _split_keys(keys, s)
+
+
+def _finish(game, h, refusals0, refusals1):
+    return jax.vmap(game.returns)(h)[:, 0], jnp.stack([refusals0, refusals1], axis=1)
+
+
+def _seat_init(bot, game, match_ids):
+    return jax.vmap(lambda _: bot.init(game))(match_ids)
+
+
+def _seat_refusals(st):
+    return jax.vmap(tbl.refusals)(st)
+
+
+class _EngineFns(NamedTuple):
+    start: object
+    prep: object
+    advance: object
+    finish: object
+
+
+class _SeatFns(NamedTuple):
+    init: object
+    search: object
+    policy: object
+    refusals: object
+
+
+@functools.lru_cache(maxsize=None)
+def _engine_fns(options) -> _EngineFns:
+    opts = dict(options) or None
+    return _EngineFns(
+        jax.jit(_start, static_argnums=0, compiler_options=opts),
+        jax.jit(_prep, static_argnums=0, compiler_options=opts),
+        jax.jit(_advance, static_argnums=0, compiler_options=opts),
+        jax.jit(_finish, static_argnums=0, compiler_options=opts),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _seat_fns(bot, options) -> _SeatFns:
+    """The jitted pieces of one bot (cached per bot object: reuse a bot across calls
+    of ``jaxcfr.play`` to reuse its compiled search)."""
+    opts = dict(options) or None
+    return _SeatFns(
+        jax.jit(functools.partial(_seat_init, bot), static_argnums=0, compiler_options=opts),
+        jax.jit(
+            functools.partial(_seat_search, bot),
+            static_argnums=0,
+            donate_argnums=1,
+            compiler_options=opts,
+        ),
+        jax.jit(functools.partial(_seat_policy, bot), static_argnums=0, compiler_options=opts),
+        jax.jit(_seat_refusals, compiler_options=opts),
+    )
+
+
+def _options():
+    return tuple(sorted(smp.step_compiler_options().items()))
+
+
+def _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key):
+    """One chunk of step-form matches, driven from the host: (u_0 [B], refusals [B, 2])."""
+    opts = _options()
+    eng = _engine_fns(opts)
+    seats = [_seat_fns(b, opts) for b in (bot_p1, bot_p2)]
+    keys, h = eng.start(game, key, match_ids)
+    states = [seat.init(game, match_ids) for seat in seats]
+    iters = jnp.asarray(iterations, jnp.int32)
+    for s in range(smp.max_depth(game)):
+        player, views, split = eng.prep(game, h, keys, jnp.asarray(s, jnp.int32))
+        acting = np.asarray(player)
+        if np.all(acting == TERMINAL):
+            break  # every match is over: the remaining steps change nothing
+        for p, seat in enumerate(seats):
+            if np.any(acting == p):
+                states[p] = seat.search(game, states[p], views, split[:, p], player == p, iters)
+        pols = [seat.policy(game, st, views) for seat, st in zip(seats, states, strict=True)]
+        h = eng.advance(game, h, player, pols[0], pols[1], split[:, 2])
+    refused = [seat.refusals(st) for seat, st in zip(seats, states, strict=True)]
+    return eng.finish(game, h, *refused)
+
+
+def compile_step_engine(game, bot_p1, bot_p2, iterations: int, batch: int) -> list:
+    """Lower and compile every piece the step-form engine runs for one chunk of
+    ``batch`` matches of ``bot_p1`` vs ``bot_p2`` (a bot playing both seats is compiled
+    once); returns the ``Compiled`` objects (benchmarks: compile time and size)."""
+    opts = _options()
+    eng = _engine_fns(opts)
+    ids = jnp.arange(batch, dtype=jnp.int32)
+    key = jax.random.key(0)
+    out = [eng.start.lower(game, key, ids).compile()]
+    keys, h = eng.start(game, key, ids)
+    s = jnp.asarray(0, jnp.int32)
+    out.append(eng.prep.lower(game, h, keys, s).compile())
+    player, views, split = eng.prep(game, h, keys, s)
+    iters = jnp.asarray(iterations, jnp.int32)
+    pols, refused, seen = [], [], set()
+    for p, bot in enumerate((bot_p1, bot_p2)):
+        seat = _seat_fns(bot, opts)
+        st = jax.eval_shape(seat.init, game, ids)
+        if bot not in seen:
+            out.append(seat.init.lower(game, ids).compile())
+            out.append(
+                seat.search.lower(game, st, views, split[:, p], player == p, iters).compile()
+            )
+            out.append(seat.policy.lower(game, st, views).compile())
+            out.append(seat.refusals.lower(st).compile())
+            seen.add(bot)
+        pols.append(jax.eval_shape(seat.policy, game, st, views))
+        refused.append(jax.eval_shape(seat.refusals, st))
+    out.append(eng.advance.lower(game, h, player, *pols, split[:, 2]).compile())
+    out.append(eng.finish.lower(game, h, *refused).compile())
+    return out
+
+
 def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
-    """One chunk of matches, jitted (step form: with ``step_compiler_options``)."""
+    """One chunk of matches: compiled form one jitted call (``_chunk``); step form
+    driven from the host (``_play_chunk_step``)."""
     if smp.is_step(game):
-        fn = _jitted(tuple(sorted(smp.step_compiler_options().items())))
-    else:
-        fn = _jitted(())
-    return fn(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
+        return _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key)
+    return _jitted(())(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
 
 
 @functools.lru_cache(maxsize=None)
@@ -186,6 +345,9 @@ def play(
     ``game`` may be the step form of a game (``games_tensor.step.load``): the engine
     holds the game state and each bot sees its information-state key
     (:func:`~jaxcfr.search._bots.step_view_of`); ``collect`` is not supported there.
+    Its matches run as small jitted pieces per bot: pass the same bot objects to
+    later calls (other seats, other opponents, other budgets) to reuse their compiled
+    searches; a new ``jaxcfr.oos(...)`` object compiles again.
 
     Returns:
       ``[num_matches]`` utilities of the first player (u_0); match m depends only on

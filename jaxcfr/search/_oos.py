@@ -210,7 +210,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         start, start, one, false, jnp.asarray(R, jnp.int32), zero, hi0, reached0,
         jnp.ones((), bool), key0, false,
     )  # fmt: skip
-    return smp.walk(game, tables, step, carry)
+    return smp.walk(game, tables, step, carry, stacked=step_form)
 
 
 def _rows(game, records, carry, utility, i, delta, targeted_game: bool, R=None):
@@ -221,6 +221,19 @@ def _rows(game, records, carry, utility, i, delta, targeted_game: bool, R=None):
     u_i = jnp.where(i == 0, utility, -utility)
     leaf = delta * carry.s1 + (1.0 - delta) * carry.s2 if targeted_game else carry.s2
     safe = jnp.where(leaf > 0, leaf, 1.0)
+    if smp.is_step(game):  # records stacked [D, ...]: the same arithmetic, vectorised
+        r = records
+
+        def back(run, f):  # tail[j] = f[j+1] ... f[D-1], multiplied in the list's order
+            return run * f, run
+
+        _, tail = jax.lax.scan(back, jnp.ones((), utility.dtype), r.f, reverse=True)
+        w = jnp.where(leaf > 0, u_i * r.pi_o / safe, 0.0) * tail
+        onehot = (jnp.arange(A)[None, :] == r.action[:, None]).astype(utility.dtype)
+        rv = jnp.where(r.legal, w[:, None] * (onehot - r.sigma_k[:, None]), 0.0)
+        av = r.pi_o[:, None] * r.sigma / jnp.where(r.q > 0, r.q, 1.0)[:, None]
+        rr, ar = jnp.where(r.regret, r.row, R), jnp.where(r.average, r.row, R)
+        return rr, rv, ar, av, carry.added
     tail, run = [None] * len(records), jnp.ones((), utility.dtype)
     for j in range(len(records) - 1, -1, -1):
         tail[j] = run
