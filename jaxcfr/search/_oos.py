@@ -128,7 +128,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         if any(kinds.players):
             nr = tbl.read_node(game, state, v, dtype)
             player_node, row, mem, uniform = nr.player_node, nr.row, nr.mem, nr.uniform
-            r = state.regrets.at[row].get(mode="promise_in_bounds")
+            r = tbl.read_rows(state.regrets, row)
             rm = regret_matching(r, v.legal, uniform, tolerance=regret_tolerance(game, dtype))
             sig_tree = gamma * uniform + (1.0 - gamma) * rm
             tree = player_node & mem & ~c.playout
