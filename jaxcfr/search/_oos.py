@@ -349,7 +349,12 @@ def _prepare(game, state, view, sets, targeting, delta):
     set_id = jnp.where(view.infoset < 0, -1, set_id)
     paths = tbl.target_paths(game, sets, set_id)
     target = _Target(paths.depth, tbl.slot_counts(game, paths))
-    mean = _bots.table_policy(game, state.strategy_sum, state.in_memory, game.legal_uniform)
+
+    def mean(infosets):  # the mean profile's rows on the target's paths only
+        return _bots.table_policy(
+            game, state.strategy_sum, state.in_memory, game.legal_uniform, infosets
+        )
+
     reach = jnp.maximum(tbl.path_reach(game, paths, mean), _PI_FLOOR)
     return target, (1.0 - delta) + delta / reach
 
