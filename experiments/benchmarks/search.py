@@ -1,10 +1,12 @@
 """Search throughput: OOS and ISMCTS iterations/s, 1 and many matches at once, beside OpenSpiel.
 
 ``python -m experiments.benchmarks search [--batches 1,512] [--games ld,iigs6,leduc]
-[--openspiel build/openspiel_ref]``
+[--openspiel build/openspiel_ref] [--view root] [--bots oos,uct,rm]``
 
 For each game and bot, one jitted call of ``jax.vmap(bot.search)`` over B independent
-searchers (each from the root view, fresh tables, its own key) runs N iterations;
+searchers (each from the root view, fresh tables, its own key; ``--view deep``: from
+the view at the first history of the largest target set, as
+``search_step --view deep``) runs N iterations;
 the first call (compile + N) is reported apart from the second (steady state).
 iterations/s counts trajectories (one OOS iteration = one trajectory for one update
 player; one ISMCTS iteration = one simulation) summed over the B searchers. The
@@ -27,6 +29,7 @@ import jax.numpy as jnp
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks.search_step import deep_view
 from jaxcfr.search import _table as tbl
 
 GAMES = {
@@ -66,12 +69,11 @@ def _openspiel(binary: str, mode: str, game: str, n: int) -> float | None:
     return None
 
 
-def _ours(game, bot, batch: int, n: int):
+def _ours(game, bot, batch: int, n: int, view):
     """(compile seconds, iterations/s summed over the batch, bytes per searcher)."""
     state0 = bot.init(game)
     states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
     keys = jax.random.split(jax.random.key(0), batch)
-    view = jaxcfr.root_view()
     run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), donate_argnums=1)
     num = jnp.asarray(n, jnp.int32)
     t0 = time.perf_counter()
@@ -90,6 +92,8 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=2000, help="per searcher at B = 1")
     ap.add_argument("--batched-iterations", type=int, default=500, help="per searcher at B > 1")
     ap.add_argument("--openspiel", default="build/openspiel_ref")
+    ap.add_argument("--view", default="root", choices=("root", "deep"))
+    ap.add_argument("--bots", default="oos,uct,rm")
     args = ap.parse_args(argv)
     rows = []
     for name in args.games.split(","):
@@ -97,14 +101,24 @@ def main(argv=None) -> int:
         game = gt.load(gname, **params)
         ref_ismcts = _openspiel(args.openspiel, "ismcts_speed", os_name, 20000)
         ref_oos = _openspiel(args.openspiel, "oos_speed", os_name, 20000)
-        for bot in (jaxcfr.oos(targeting), jaxcfr.ismcts("uct"), jaxcfr.ismcts("rm")):
+        makers = {
+            "oos": lambda t=targeting: jaxcfr.oos(t),
+            "uct": lambda: jaxcfr.ismcts("uct"),
+            "rm": lambda: jaxcfr.ismcts("rm"),
+        }
+        for which in args.bots.split(","):
+            bot = makers[which]()
+            bot.init(game)  # host tables
+            kind = "pst" if which == "oos" and targeting == "pst" else "ist"
+            view = jaxcfr.root_view() if args.view == "root" else deep_view(game, kind)
             for batch in (int(b) for b in args.batches.split(",")):
                 n = args.iterations if batch == 1 else args.batched_iterations
-                comp, ips, nbytes = _ours(game, bot, batch, n)
+                comp, ips, nbytes = _ours(game, bot, batch, n, view)
                 ratio = ips / ref_ismcts if ref_ismcts else float("nan")
                 rows.append((name, bot.name, batch, comp, ips, nbytes, ref_ismcts, ref_oos, ratio))
                 print(
-                    f"{name:6s} {bot.name:28s} B={batch:4d} compile {comp:6.1f} s  "
+                    f"{name:6s} {bot.name:28s} B={batch:4d} view={args.view} "
+                    f"compile {comp:6.1f} s  "
                     f"{ips:12,.0f} it/s  {nbytes / 2**20:7.2f} MiB/searcher  "
                     f"OpenSpiel ISMCTS {ref_ismcts or float('nan'):10,.0f}  "
                     f"OOS {ref_oos or float('nan'):10,.0f} traj/s  ratio {ratio:6.2f}x",

@@ -1,15 +1,20 @@
 """One search bot's cost per simulation and compile cost, in process CPU time.
 
 ``python -m experiments.benchmarks search_step [--games ld,leduc] [--bots uct,rm,pst]
-[--iterations 2000] [--batch 1]``
+[--iterations 2000] [--batch 1] [--view root]``
 
 For each game and bot: one ``jax.jit(bot.search)`` from the root on a single searcher
 (``--batch B``: ``jax.vmap`` over B searchers from the root, as the ``search``
-benchmark; per simulation then divides by B x iterations).
+benchmark; per simulation then divides by B x iterations). ``--view deep``: from the
+acting player's view at the first history of the game's largest target set (OOS-IST
+and ISMCTS: the largest infoset; OOS-PST: the largest public state), the costliest
+target for the per-call work.
 Reports the compile CPU seconds, the CPU milliseconds of a call with 0 iterations (the
 per-call work: node tables, target paths, w_T), the CPU microseconds per simulation
 (``(t(N) - t(0)) / N``, min of 3 calls each) and the size of the compiled loop body
-(fusion kernels and HLO lines inside them, the quantity the 2026-11 fix cut). CPU time
+(fusion kernels and HLO lines inside them, the quantity the 2026-11 fix cut) and the
+``copy`` ops in it whose result has the tables' R rows (a whole-table copy per
+iteration: must be 0, see ``jaxcfr.search._table.read_rows``). CPU time
 (``time.process_time``), not wall time, so a machine loaded by other jobs distorts it
 less; run it at two commits to compare them.
 """
@@ -22,9 +27,11 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import games_tensor as gt
 import jaxcfr
+from jaxcfr.search import _table as tbl
 
 GAMES = {
     "ld": ("liars_dice", {}),
@@ -39,8 +46,9 @@ BOTS = {
 }
 
 
-def _body_size(hlo: str) -> tuple[int, int]:
-    """(fusion kernels, HLO lines inside them) of the largest while-loop body."""
+def _body_size(hlo: str, rows: int) -> tuple[int, int, int]:
+    """(fusion kernels, HLO lines inside them, copies of a ``rows``-row array) of the
+    largest while-loop body."""
     comps = {
         m.group(1): m.group(2)
         for m in re.finditer(r"^(?:ENTRY )?(%[\w.\-]+) \(.*?\{\n(.*?)\n\}", hlo, re.S | re.M)
@@ -48,7 +56,15 @@ def _body_size(hlo: str) -> tuple[int, int]:
     bodies = set(re.findall(r"body=(%[\w.\-]+)", hlo))
     body = max((comps.get(b, "") for b in bodies), key=len, default="")
     called = re.findall(r"calls=(%[\w.\-]+)", body)
-    return len(called), sum(comps.get(c, "").count("\n") + 1 for c in called)
+    copies = len(re.findall(rf"= \w+\[(?:\d+,)?{rows}[,\]][^=]*? copy\(", body))
+    return len(called), sum(comps.get(c, "").count("\n") + 1 for c in called), copies
+
+
+def deep_view(game, bot: str):
+    """The view at the first history of the game's largest target set (see above)."""
+    sets = tbl.public_sets(game) if bot == "pst" else tbl.infoset_sets(game)
+    largest = int(np.argmax(np.diff(sets.start)))
+    return jaxcfr.view_of(game, int(sets.nodes[sets.start[largest]]))
 
 
 def main(argv=None) -> int:
@@ -57,14 +73,14 @@ def main(argv=None) -> int:
     ap.add_argument("--bots", default="uct,rm,pst")
     ap.add_argument("--iterations", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--view", default="root", choices=("root", "deep"))
     args = ap.parse_args(argv)
-    view = jaxcfr.root_view()
     print(
-        f"batch {args.batch}\n"
+        f"batch {args.batch}, view {args.view}\n"
         "| game | bot | compile CPU s | per call CPU ms | per simulation CPU us | "
-        "body kernels | body HLO lines |"
+        "body kernels | body HLO lines | body table copies |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for g in args.games.split(","):
         name, params = GAMES[g]
         game = gt.load(name, **params)
@@ -73,6 +89,7 @@ def main(argv=None) -> int:
             if b == "pst" and g == "iigs6":
                 continue
             state = bot.init(game)
+            view = jaxcfr.root_view() if args.view == "root" else deep_view(game, b)
             B = args.batch
             if B == 1:
                 run = jax.jit(bot.search)
@@ -84,7 +101,7 @@ def main(argv=None) -> int:
             t0 = time.process_time()
             compiled = run.lower(game, state, view, keys[0], jnp.int32(1)).compile()
             comp = time.process_time() - t0
-            kernels, lines = _body_size(compiled.as_text())
+            kernels, lines, copies = _body_size(compiled.as_text(), game.num_infosets)
             cost = {}
             for n in (0, args.iterations):
                 ts = []
@@ -98,7 +115,7 @@ def main(argv=None) -> int:
             per_sim = (cost[args.iterations] - cost[0]) / (args.iterations * B)
             print(
                 f"| {g} | {bot.name} | {comp:.1f} | {cost[0] * 1e3:.1f} | {per_sim * 1e6:.1f} | "
-                f"{kernels} | {lines:,} |",
+                f"{kernels} | {lines:,} | {copies} |",
                 flush=True,
             )
     return 0

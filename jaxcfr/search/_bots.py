@@ -174,14 +174,22 @@ def normalized_row(game: Game, weights: jax.Array, state, view: View):
     return jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), uniform.astype(w.dtype))
 
 
-def table_policy(game: Game, weights: jax.Array, in_memory: jax.Array, fallback: jax.Array):
+def table_policy(
+    game: Game, weights: jax.Array, in_memory: jax.Array, fallback: jax.Array, infosets=None
+):
     """``[I, A]`` policy from a bot's strategy weights: normalized rows where the infoset
     is in memory with positive weight, ``fallback`` [I, A] elsewhere (e.g. the root
-    protocol's fixed random action, or uniform)."""
-    legal = game.legal_mask
-    w = jnp.where(legal, weights[tbl.rows(game, jnp.arange(game.num_infosets))], 0.0)
+    protocol's fixed random action, or uniform).
+
+    ``infosets`` (int32 ``[...]``, optional): only those infosets' rows, ``[..., A]``
+    (the same values as the full policy's rows; O(size of ``infosets``), not O(I))."""
+    ids = jnp.arange(game.num_infosets) if infosets is None else infosets
+    rows = tbl.rows(game, ids)
+    legal = game.legal_mask[ids]
+    w = jnp.where(legal, weights[rows], 0.0)
     total = jnp.sum(w, axis=-1, keepdims=True)
-    use = in_memory[:, None] & (total > 0)
+    use = in_memory[rows][..., None] & (total > 0)
+    fallback = fallback if infosets is None else fallback[ids]
     return jnp.where(use, w / jnp.where(total > 0, total, 1.0), fallback.astype(w.dtype))
 
 

@@ -124,8 +124,8 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
             added = jnp.where(new, row, added)
             added_key = jnp.where(new, nr.key, added_key)
             if selection == "uct":
-                n = state.visits.at[row].get(mode="promise_in_bounds")
-                val = state.values.at[row].get(mode="promise_in_bounds")
+                n = tbl.read_rows(state.visits, row)
+                val = tbl.read_rows(state.values, row)
                 untried = v.legal & (n == 0)
                 total = jnp.sum(jnp.where(v.legal, n, 0.0))
                 safe_n = jnp.where(n > 0, n, 1.0)
@@ -135,7 +135,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
                 pick = jnp.where(jnp.any(untried), untried.astype(dtype), greedy)
                 p = uniform
             else:
-                r = state.values.at[row].get(mode="promise_in_bounds")
+                r = tbl.read_rows(state.values, row)
                 tol = regret_tolerance(game, dtype)
                 p = jnp.where(tree, regret_matching(r, v.legal, uniform, tolerance=tol), uniform)
                 pick = (1.0 - gamma) * p + gamma * uniform

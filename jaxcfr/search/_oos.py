@@ -128,7 +128,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         if any(kinds.players):
             nr = tbl.read_node(game, state, v, dtype)
             player_node, row, mem, uniform = nr.player_node, nr.row, nr.mem, nr.uniform
-            r = state.regrets.at[row].get(mode="promise_in_bounds")
+            r = tbl.read_rows(state.regrets, row)
             rm = regret_matching(r, v.legal, uniform, tolerance=regret_tolerance(game, dtype))
             sig_tree = gamma * uniform + (1.0 - gamma) * rm
             tree = player_node & mem & ~c.playout
@@ -362,7 +362,12 @@ def _prepare(game, state, view, sets, targeting, delta):
     set_id = jnp.where(view.infoset < 0, -1, set_id)
     paths = tbl.target_paths(game, sets, set_id)
     target = _Target(paths.depth, tbl.slot_counts(game, paths))
-    mean = _bots.table_policy(game, state.strategy_sum, state.in_memory, game.legal_uniform)
+
+    def mean(infosets):  # the mean profile's rows on the target's paths only
+        return _bots.table_policy(
+            game, state.strategy_sum, state.in_memory, game.legal_uniform, infosets
+        )
+
     reach = jnp.maximum(tbl.path_reach(game, paths, mean), _PI_FLOOR)
     return target, (1.0 - delta) + delta / reach
 

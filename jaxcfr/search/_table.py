@@ -43,7 +43,7 @@ from games_tensor import Game
 from games_tensor.step import StepGame
 from games_tensor.step._core import float_dtype
 from jaxcfr import _hash_table as ht
-from jaxcfr._sampling import is_step
+from jaxcfr._sampling import is_step, materialize
 
 DEFAULT_CAPACITY = 1 << 16  # hash-table slots (= rows) of a step-form bot's tables
 PROBES = 16  # probe window of the hash table
@@ -130,8 +130,25 @@ def read_node(game, state, v, dtype) -> NodeRow:
         row = jnp.where(row >= 0, row, R)
         return NodeRow(player_node, row, found, uniform, can | found, v.key)
     row = rows(game, v.infoset)
-    mem = state.in_memory.at[row].get(mode="promise_in_bounds")
+    mem = read_rows(state.in_memory, row)
     return NodeRow(player_node, row, mem, uniform, jnp.ones((), bool), jnp.zeros((1,), jnp.uint32))
+
+
+def read_rows(table: jax.Array, row: jax.Array) -> jax.Array:
+    """``table[row]`` (``row`` a valid row), read once by one kernel of its own.
+
+    A search iteration reads rows of its ``[R, A]`` tables and mask on the walk and then
+    scatter-adds into the same tables. XLA:CPU fuses a cheap gather into each of its
+    consumers; a copy of the gather fused into a value that feeds only *another*
+    table's update (OOS's mean-strategy increment from sigma, ISMCTS-RM's mean strategy
+    from the regrets) is not ordered before this table's scatter, so XLA copied the
+    whole table (twice, with the mask) in every loop iteration to keep that read valid:
+    O(R A) per iteration, 2 x 2 GB per iteration for 512 II-GS(6) searchers. Reading
+    through :func:`jaxcfr._sampling.materialize` computes the gather once, in a kernel
+    every later use (the sampled action, hence every scatter) depends on, so the
+    scatters stay in place (the loop body holds no ``copy`` of a table:
+    ``experiments/benchmarks/search_step.py`` counts them)."""
+    return materialize(table.at[row].get(mode="promise_in_bounds"))
 
 
 def commit(game, state, mark_rows, added_row, added_key, refused):
@@ -376,14 +393,15 @@ def slot_counts(game: Game, paths: Paths) -> jax.Array:
     return jnp.concatenate([jnp.zeros((D, 1, K), jnp.int32), c], axis=1)
 
 
-def path_reach(game: Game, paths: Paths, policy: jax.Array) -> jax.Array:
-    """Sum over the set's histories of their reach under ``policy`` [R, A] (chance
-    included): pi(T). 1 for the root."""
+def path_reach(game: Game, paths: Paths, policy) -> jax.Array:
+    """Sum over the set's histories of their reach under ``policy`` (chance included):
+    pi(T). 1 for the root. ``policy``: ``[R, A]``, or a function ``infosets [D, M] ->
+    [D, M, A]`` giving only the rows on the paths (O(D M A), not O(R A), per call)."""
     D, M = paths.slot.shape
     node = paths.nodes[:D]  # [D, M]
     player = game.node_player[node]
     inf = jnp.maximum(game.node_infoset[node], 0)
-    pol = policy[rows(game, inf)]  # [D, M, A]
+    pol = policy(inf) if callable(policy) else policy[rows(game, inf)]  # [D, M, A]
     kk = paths.slot
     p_player = jnp.take_along_axis(pol, jnp.minimum(kk, game.num_actions - 1)[..., None], -1)[
         ..., 0
