@@ -70,6 +70,17 @@ def take(x: jax.Array, index: jax.Array, fill_value=None) -> jax.Array:
     return x.at[index].get(mode="fill", fill_value=fill_value, wrap_negative_indices=False)
 
 
+def take_near(x: jax.Array, index: jax.Array, fill_value) -> jax.Array:
+    """``x[index]`` for compiled positions in ``[0, len(x) + 1]``, the two past the end
+    reading ``fill_value`` (the empty sequence at ``len(x)`` and padding at
+    ``len(x) + 1``, see ``games_tensor._table.block_positions``; child-list and
+    compact-layout padding at ``len(x)``). The two fill values are appended and the
+    gather runs in bounds: :func:`take` with a fill value selects over the whole index
+    array instead (the largest fusion of a II-Goofspiel(6) update)."""
+    pad = jnp.full((2,) + x.shape[1:], fill_value, x.dtype)
+    return take(jnp.concatenate([x, pad]), index)
+
+
 def _levels(game: Game, player: int):
     return game.meta.infoset_levels[player]
 
@@ -170,7 +181,7 @@ def policy_blocks(game: Game, policy: jax.Array, compact: bool = False):
     """``[I, A]`` table -> the two players' blocks: action-major ``[A, n_0]``, ``[A, n_1]``
     (a transpose), or with ``compact`` the flat ``[P_0]``, ``[P_1]`` (one gather)."""
     if compact:
-        both = take(policy.reshape(-1), game.compact_index, 0.0)
+        both = take_near(policy.reshape(-1), game.compact_index, 0.0)
         split = compact_size(game, 0)
         return both[:split], both[split:]
     policy_t = policy.T
@@ -180,8 +191,14 @@ def policy_blocks(game: Game, policy: jax.Array, compact: bool = False):
 def block_rows(game: Game, blocks, compact: bool = False) -> jax.Array:
     """The inverse of :func:`policy_blocks`: both players' blocks -> ``[I, A]`` (zero on
     illegal actions in the compact layout)."""
-    if compact:
-        return take(jnp.concatenate(blocks), game.compact_position, 0.0)
+    if compact:  # a scatter of the P_0 + P_1 slots (a gather would read all I * A)
+        size = game.num_infosets * game.num_actions
+        rows = (
+            jnp.zeros((size,), blocks[0].dtype)
+            .at[game.compact_index]
+            .set(jnp.concatenate(blocks), mode="drop", unique_indices=True)
+        )
+        return rows.reshape(game.num_infosets, game.num_actions)
     return jnp.concatenate(blocks, axis=1).T
 
 
@@ -232,7 +249,7 @@ def own_reach_block(game: Game, plan_p: jax.Array, player: int, compact: bool = 
     """``[n_p]``: ``player``'s own reach x_p(parent_seq(i)) to each of its infosets, read
     from its own plan block (``game.parent_own``; the empty sequence: 1)."""
     parent_own = game.compact_parent_own if compact else game.parent_own
-    return take(flat(plan_p), parent_own[game.player_slice(player)], 1.0)
+    return take_near(flat(plan_p), parent_own[game.player_slice(player)], 1.0)
 
 
 def own_terminal_values(game: Game, opp_plan: jax.Array, player: int, compact: bool = False):
@@ -261,11 +278,11 @@ def own_terminal_values(game: Game, opp_plan: jax.Array, player: int, compact: b
         pay = game.block_payoff.astype(opp_plan.dtype)
         # padding rows / columns read 1 (the fill of the empty sequence); their payoff is 0
         if player == 0:
-            opp = take(opp_flat, col_own, 1.0)
+            opp = take_near(opp_flat, col_own, 1.0)
             vals = sum(rounded(pay[:, :, c] * opp[:, c, None]) for c in range(pay.shape[2]))
             own = row_own
         else:
-            opp = take(opp_flat, row_own, 1.0)
+            opp = take_near(opp_flat, row_own, 1.0)
             vals = -sum(rounded(pay[:, r, :] * opp[:, r, None]) for r in range(pay.shape[1]))
             own = col_own
         contrib, own = vals.reshape(-1), own.reshape(-1)
@@ -275,7 +292,7 @@ def own_terminal_values(game: Game, opp_plan: jax.Array, player: int, compact: b
         else:
             own, opp, sign = sf_own1, sf_own0, -1.0
         payoff = (sign * game.sf_payoff).astype(opp_flat.dtype)
-        contrib = rounded(take(opp_flat, opp, 1.0) * payoff)
+        contrib = rounded(take_near(opp_flat, opp, 1.0) * payoff)
     g = jax.ops.segment_sum(contrib, own, num_segments=size + 1)
     return (g[:size] if compact else g[:size].reshape(A, n)), g[size]
 
@@ -315,7 +332,7 @@ def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool =
         return sums.reshape(W, n_prev)
     offset = _child_table_offset(game, player, d, compact)
     table = children[offset : offset + K * W * n_prev].reshape(K, W, n_prev)
-    return sum(take(val, table[k], 0.0) for k in range(K))
+    return sum(take_near(val, table[k], 0.0) for k in range(K))
 
 
 class BottomUp(NamedTuple):

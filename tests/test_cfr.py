@@ -257,6 +257,20 @@ def test_compact_layout_gives_the_action_major_iterates(x64, monkeypatch, name, 
     from jaxcfr import _sequence_form as sf
 
     game = gt.load(name, **params)
+
+    def evaluate(game, state):
+        policy = jaxcfr.current_policy(game, state)
+        cfv = jaxcfr.counterfactual_values(game, policy, 1)
+        average = jaxcfr.average_policy(game, state)
+        return [
+            state.regrets,
+            state.strategy_sum,
+            cfv.values,
+            cfv.best_response_values,
+            jaxcfr.best_response(game, policy, 0)[0],
+            jaxcfr.exploitability(game, average),
+        ]
+
     results = {}
     for compact in (False, True):
         monkeypatch.setattr(sf, "uses_compact", lambda g, c=compact: c)
@@ -265,15 +279,6 @@ def test_compact_layout_gives_the_action_major_iterates(x64, monkeypatch, name, 
         step = jax.jit(update)  # a new update function: a fresh trace per layout
         for _ in range(3):
             state = step(game, state)
-        policy = jaxcfr.current_policy(game, state)
-        cfv = jaxcfr.counterfactual_values(game, policy, 1)
-        results[compact] = [
-            state.regrets,
-            state.strategy_sum,
-            cfv.values,
-            cfv.best_response_values,
-            jaxcfr.best_response(game, policy, 0)[0],
-            jaxcfr.exploitability(game, jaxcfr.average_policy(game, state)),
-        ]
+        results[compact] = jax.jit(lambda g, s: evaluate(g, s))(game, state)  # fresh too
     for full, compact in zip(results[False], results[True], strict=True):
         np.testing.assert_array_equal(np.asarray(compact), np.asarray(full))
