@@ -85,9 +85,11 @@ def _levels(game: Game, player: int):
     return game.meta.infoset_levels[player]
 
 
-# A compact layout pays when it keeps at most this fraction of the [I, A] slots
-# (measured: ``python -m experiments.benchmarks kernel_ab``, docs/cfr.md).
-COMPACT_FRACTION = 0.75
+# The compact layout is used where it keeps at most this fraction of the [I, A] slots:
+# II-Goofspiel(6) (0.21) measured faster with it (exploitability 1.5x, CFR within noise,
+# medians up), LD(1,1) (0.54) not (CFR medians down: the update gathers its [I, A] state
+# into the compact blocks and scatters it back every iteration); docs/cfr.md, session 22.
+COMPACT_FRACTION = 0.25
 
 
 def compact_size(game: Game, player: int) -> int:
