@@ -249,7 +249,13 @@ def test_repeated_runs_reuse_compiled_code():
     assert again.compile_seconds == 0.0
 
 
-@pytest.mark.parametrize("name,params", [("leduc_poker", {}), ("ii_goofspiel", {"num_cards": 4})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("leduc_poker", {}),
+        pytest.param("ii_goofspiel", {"num_cards": 4}, marks=pytest.mark.slow),
+    ],
+)
 def test_compact_layout_gives_the_action_major_iterates(x64, monkeypatch, name, params):
     """The kernel's compact layout (each level as wide as its widest infoset, actions
     renumbered) and the ``[A, n_p]`` layout give equal float64 iterates and evaluations:
