@@ -134,7 +134,7 @@ def weight_discounted(gamma) -> AveragingWeight:
 # ``jaxcfr._sequence_form``): action-major [A, n_p], whose transposes of the [I, A]
 # state XLA turns into bitcasts, or, where ``sf.uses_compact(game)``, the flat compact
 # [P_p] blocks (each level only as wide as its widest infoset), gathered from the
-# [I, A] state once per update and gathered back into it once.
+# [I, A] state once per update and scattered back into it once.
 # Tables keyed by an abstraction (``jaxcfr._abstraction``) hold ``[A, m_p]`` blocks of
 # abstract infosets; ``view`` expands them to the full infosets and sums back.
 def _policy(game, player, regrets, prediction, predictive: bool, view, compact=False):
