@@ -27,6 +27,8 @@ from games_tensor._game import CHANCE, TERMINAL, Game, GameMeta
 from games_tensor._rules import Rules
 from games_tensor._table import (
     block_positions,
+    compact_layout,
+    compact_positions,
     level_children,
     level_parent_positions,
 )
@@ -473,6 +475,8 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     levels = (tuple(inf_levels[0]), tuple(inf_levels[1]))
     parent_local = level_parent_positions(parent_seq, levels, A)
     children, fanout = level_children(parent_local, levels, A)
+    compact = compact_layout(legal_mask, parent_seq, levels)
+    c_children, c_fanout = level_children(compact["parent_local"], levels, A, compact["widths"])
     meta = GameMeta(
         name=rules.name,
         params=tuple(sorted(rules.params().items())),
@@ -495,6 +499,8 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         infoset_keys=keys,
         abstract_keys=abstract_keys,
         host=host,
+        compact_widths=compact["widths"],
+        compact_fanout=c_fanout,
     )
     i32 = np.int32
     starts = (0, per_player[0])
@@ -515,6 +521,15 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         ]
     )
     uniform = legal_mask / legal_mask.sum(axis=1, keepdims=True)
+
+    def cown(seq, p):  # positions in player p's compact [P_p] block
+        return jnp.asarray(
+            compact_positions(compact, seq, compact["sizes"][p], n_inf, A), dtype=jnp.int32
+        )
+
+    c_parent_own = np.concatenate(
+        [np.asarray(cown(parent_seq[starts[p] : starts[p] + per_player[p]], p)) for p in (0, 1)]
+    )
     game = Game(
         legal_mask=jnp.asarray(legal_mask),
         legal_uniform=jnp.asarray(uniform, dtype=fdt),
@@ -536,6 +551,17 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         sf_own1=own(sf_seq1, 1),
         block_row_own=own(blocks[0], 0),
         block_col_own=own(blocks[1], 1),
+        compact_legal=jnp.asarray(compact["legal"]),
+        compact_uniform=jnp.asarray(compact["uniform"], dtype=fdt),
+        compact_index=jnp.asarray(compact["index"]),
+        compact_position=jnp.asarray(compact["position"]),
+        compact_parent_local=jnp.asarray(compact["parent_local"]),
+        compact_level_children=jnp.asarray(c_children),
+        compact_parent_own=jnp.asarray(c_parent_own),
+        compact_sf_own0=cown(sf_seq0, 0),
+        compact_sf_own1=cown(sf_seq1, 1),
+        compact_block_row_own=cown(blocks[0], 0),
+        compact_block_col_own=cown(blocks[1], 1),
         node_player=jnp.asarray(node_player.astype(i32)),
         node_infoset=jnp.asarray(node_infoset),
         node_children=jnp.asarray(node_children),

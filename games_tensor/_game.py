@@ -66,6 +66,12 @@ class GameMeta:
     infoset_keys: tuple[str, ...] = dataclasses.field(repr=False)
     abstract_keys: tuple[str, ...] = dataclasses.field(repr=False)
     host: dict = dataclasses.field(repr=False)  # float64 numpy copies, see compile
+    # the kernel's compact layout (games_tensor._table.compact_layout): per player, per
+    # level, the block height W_d (the level's maximal legal-action count) and the child
+    # fan-outs as ``child_fanout``; None where a game copy does not carry the compact
+    # fields (the pruning sub-games), which then run in the [A, n_p] layout
+    compact_widths: tuple | None = None
+    compact_fanout: tuple | None = None
 
     def _key(self):
         return (
@@ -85,6 +91,8 @@ class GameMeta:
             self.num_public_states,
             self.num_abstract_infosets,
             self.fingerprint,
+            self.compact_widths,
+            self.compact_fanout,
         )
 
     def __eq__(self, other):
@@ -115,6 +123,17 @@ _DATA_FIELDS = (
     "sf_own1",
     "block_row_own",
     "block_col_own",
+    "compact_legal",
+    "compact_uniform",
+    "compact_index",
+    "compact_position",
+    "compact_parent_local",
+    "compact_level_children",
+    "compact_parent_own",
+    "compact_sf_own0",
+    "compact_sf_own1",
+    "compact_block_row_own",
+    "compact_block_col_own",
     "node_player",
     "node_infoset",
     "node_children",
@@ -162,6 +181,20 @@ class Game:
     sf_own1: jax.Array  # [Zs] int32: sf_seq1 in P2's block
     block_row_own: jax.Array  # [G, R] int32: block_rows in P1's block
     block_col_own: jax.Array  # [G, C] int32: block_cols in P2's block
+    # --- the compact layout (games_tensor._table.compact_layout): each level of a player's
+    #     sequence tree a [W_d, n_d] block (W_d its own widest infoset, actions renumbered
+    #     by rank among the legal ones), levels concatenated flat into [P_p] ---
+    compact_legal: jax.Array  # [P_0 + P_1] bool
+    compact_uniform: jax.Array  # [P_0 + P_1] float: 1/|A(I)| on legal slots
+    compact_index: jax.Array  # [P_0 + P_1] int32: i*A + a of each slot (padding: I*A)
+    compact_position: jax.Array  # [I, A] int32: slot of each legal pair (else P_0 + P_1)
+    compact_parent_local: jax.Array  # [I] int32: parent_local in the compact level blocks
+    compact_level_children: jax.Array  # [L'] int32: level_children of the compact layout
+    compact_parent_own: jax.Array  # [I] int32: parent_own in the owner's compact block
+    compact_sf_own0: jax.Array  # [Zs] int32
+    compact_sf_own1: jax.Array  # [Zs] int32
+    compact_block_row_own: jax.Array  # [G, R] int32
+    compact_block_col_own: jax.Array  # [G, C] int32
     # --- history tree (breadth-first level layout) ---
     node_player: jax.Array  # [H] int32: 0, 1, CHANCE (-1) or TERMINAL (-4)
     node_infoset: jax.Array  # [H] int32: infoset id at player nodes, -1 elsewhere

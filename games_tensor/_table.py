@@ -56,7 +56,7 @@ def child_table(ids: np.ndarray, rows: np.ndarray, K: int, m: int, pad: int) -> 
     return table.reshape(-1)
 
 
-def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int):
+def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int, widths=None):
     """Child lists for the bottom-up sums of :func:`level_parent_positions`, where cheap.
 
     For level ``d >= 1`` of a player (``n`` infosets below ``m = A * n_prev`` parent
@@ -66,13 +66,18 @@ def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int):
     ``K`` gathers from a ``[K, m]`` table of local child ids (padding ``n``, out of
     bounds). Returns the concatenated tables (int32, level by level, player 0 first)
     and the static fan-outs ``((K or 0 per level d >= 1), (...))`` (0: segment sum).
+    ``widths`` (per player, per level) replaces ``A`` as each level's block height (the
+    compact layout, :func:`compact_layout`).
     """
     A = num_actions
     pieces, fanouts = [], []
-    for levels in infoset_levels:
+    for p, levels in enumerate(infoset_levels):
         fan = []
-        for (start, end), (pstart, pend) in zip(levels[1:], levels[:-1], strict=True):
-            n, m = end - start, A * (pend - pstart)
+        for d, ((start, end), (pstart, pend)) in enumerate(
+            zip(levels[1:], levels[:-1], strict=True)
+        ):
+            width = A if widths is None else widths[p][d]
+            n, m = end - start, width * (pend - pstart)
             ids = np.asarray(parent_local[start:end], dtype=np.int64)
             K = int(np.bincount(ids, minlength=m).max()) if n else 0
             if n == 0 or K * m > 4 * n + 2048:
@@ -83,3 +88,78 @@ def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int):
         fanouts.append(tuple(fan))
     flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
     return flat.astype(np.int32), tuple(fanouts)
+
+
+def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_levels):
+    """The kernel's compact layout: each level of a player's sequence tree as a
+    ``[W_d, n_d]`` block, ``W_d`` the level's own maximal number of legal actions (not the
+    game's ``A``), row ``k`` holding each infoset's ``k``-th legal action (actions
+    renumbered by their rank among the infoset's legal ones, so II-Goofspiel's card ids
+    fit); a player's levels are concatenated flat, ``[P_p]`` with
+    ``P_p = sum_d W_d n_d``: slot ``(k, i)`` of level ``d`` is at
+    ``offset_d + k * n_d + i - start_d``.
+
+    Returns a dict: ``widths`` (per player, per level), ``sizes`` ``(P_0, P_1)``,
+    ``position`` ``[I, A]`` int32 (global slot ``P_0 * p + local`` of each legal pair,
+    ``P_0 + P_1`` for illegal ones), ``index`` ``[P_0 + P_1]`` int32 (the flat ``i*A + a``
+    of each slot, ``I*A`` for padding), ``legal`` ``[P_0 + P_1]`` bool, ``uniform``
+    ``[P_0 + P_1]`` float64, ``parent_local`` ``[I]`` (parent sequence in the previous
+    level's ``[W, n]`` block), and :func:`compact_positions` maps sequence ids."""
+    legal = np.asarray(legal_mask, dtype=bool)
+    n_inf, A = legal.shape
+    rank = np.cumsum(legal, axis=1) - 1
+    count = legal.sum(axis=1)
+    widths, sizes, local = [], [], np.zeros((n_inf, A), np.int64)
+    for levels in infoset_levels:
+        ws, offset = [], 0
+        for start, end in levels:
+            n = end - start
+            w = int(count[start:end].max()) if n else 0
+            ws.append(w)
+            i = np.arange(start, end)[:, None]
+            local[start:end] = offset + rank[start:end] * n + (i - start)
+            offset += w * n
+        widths.append(tuple(ws))
+        sizes.append(offset)
+    total = sizes[0] + sizes[1]
+    player_of = np.zeros(n_inf, np.int64)
+    for p, levels in enumerate(infoset_levels):
+        for start, end in levels:
+            player_of[start:end] = p
+    glob = local + np.where(player_of == 1, sizes[0], 0)[:, None]
+    position = np.where(legal, glob, total)
+    index = np.full(total, n_inf * A, np.int64)
+    ii, aa = np.nonzero(legal)
+    index[position[ii, aa]] = ii * A + aa
+    c_legal = np.zeros(total, bool)
+    c_legal[position[ii, aa]] = True
+    uniform = np.zeros(total)
+    uniform[position[ii, aa]] = 1.0 / count[ii]
+    parent_seq = np.asarray(parent_seq, np.int64)
+    parent_local = np.zeros(n_inf, np.int32)
+    for levels in infoset_levels:
+        for (start, end), (pstart, pend) in zip(levels[1:], levels[:-1], strict=True):
+            j, b = parent_seq[start:end] // A, parent_seq[start:end] % A
+            parent_local[start:end] = rank[j, b] * (pend - pstart) + j - pstart
+    return {
+        "widths": tuple(widths),
+        "sizes": tuple(sizes),
+        "position": position.astype(np.int32),
+        "local": local,
+        "index": index.astype(np.int32),
+        "legal": c_legal,
+        "uniform": uniform,
+        "parent_local": parent_local,
+    }
+
+
+def compact_positions(layout: dict, seq: np.ndarray, size: int, num_infosets: int, A: int):
+    """Flat sequence ids of one player's sequences -> positions in that player's compact
+    ``[P_p]`` block (``size = P_p``); the empty sequence (``I*A``) -> ``P_p``, padding
+    (``> I*A``) -> ``P_p + 1``, as :func:`block_positions` does for ``[A, n_p]``."""
+    seq = np.asarray(seq, dtype=np.int64)
+    empty = num_infosets * A
+    inside = np.minimum(seq, empty - 1)
+    pos = layout["local"][inside // A, inside % A]
+    pos = np.where(seq == empty, size, np.where(seq > empty, size + 1, pos))
+    return pos.astype(np.int32)

@@ -294,6 +294,8 @@ def abstract_game(game: Game) -> Game:
             num_infosets=amap.num_abstract,
             infosets_per_player=sizes,
             fingerprint=game.meta.fingerprint + ":abstract",
+            compact_widths=None,  # the walkers read no sequence-form layout
+            compact_fanout=None,
         )
         game.meta.host["abstract_meta"] = meta
     return dataclasses.replace(

@@ -130,17 +130,27 @@ def weight_discounted(gamma) -> AveragingWeight:
 
 
 # ---------------------------------------------------------------- the iteration
-# The iteration runs on each player's action-major [A, n_p] blocks (the kernel's
-# layout, see ``jaxcfr._sequence_form``); the [I, A] state is transposed in and out
-# once per update.
+# The iteration runs on each player's blocks in the kernel's layout (see
+# ``jaxcfr._sequence_form``): action-major [A, n_p], whose transposes of the [I, A]
+# state XLA turns into bitcasts, or, where ``sf.uses_compact(game)``, the flat compact
+# [P_p] blocks (each level only as wide as its widest infoset), gathered from the
+# [I, A] state once per update and scattered back into it once.
 # Tables keyed by an abstraction (``jaxcfr._abstraction``) hold ``[A, m_p]`` blocks of
 # abstract infosets; ``view`` expands them to the full infosets and sums back.
-def _policy(game, player, regrets, prediction, predictive: bool, view):
-    """Regret matching of a player's ``[A, n_p]`` regrets (plus the prediction)."""
+def _policy(game, player, regrets, prediction, predictive: bool, view, compact=False):
+    """Regret matching of a player's ``[A, n_p]`` (compact: ``[P_p]``) regrets (plus
+    the prediction)."""
     regrets = regrets + prediction if predictive else regrets
-    uniform = view.uniform(game, player).astype(regrets.dtype)
     tol = regret_tolerance(game, regrets.dtype)
-    return regret_matching(regrets, view.legal(game, player), uniform, axis=0, tolerance=tol)
+    if compact:
+        legal, uniform = sf.legal_block(game, player, True), sf.uniform_block(game, player, True)
+    else:
+        legal, uniform = view.legal(game, player), view.uniform(game, player)
+
+    def match(r, m, u):
+        return regret_matching(r, m, u.astype(r.dtype), axis=0, tolerance=tol)
+
+    return sf.by_level(game, player, compact, match, regrets, legal, uniform)
 
 
 def _player_update(
@@ -156,6 +166,7 @@ def _player_update(
     weight,
     predictive,
     view,
+    compact,
 ):
     """New ``[A, n_p]`` (regrets, strategy_sum, prediction) of ``player`` from its policy
     block, the same block expanded to the full infosets (``full_policy``, ``policy``
@@ -169,12 +180,13 @@ def _player_update(
     docs/imperfect_recall.md "Memory and speed"). (Reading the full average's increment
     from the plan table raised XLA's bytes-accessed estimate and was reverted.)"""
     regrets, ssum, pred = blocks[:3]
-    g, g_root = sf.own_terminal_values(game, opp_plan, player)
-    bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy, g_root)
-    mask = sf.legal_block(game, player)
-    inst = jnp.where(mask, bu.action_values - over_actions(bu.infoset_values, mask.shape), 0.0)
+    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact)
+    bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy, g_root, compact)
+    mask = sf.legal_block(game, player, compact)
+    value = sf.over_infosets(game, bu.infoset_values, player, compact)
+    inst = jnp.where(mask, bu.action_values - value, 0.0)
     w, decay = weight(t)
-    reach = sf.own_reach_block(game, own_plan, player)
+    reach = sf.own_reach_block(game, own_plan, player, compact)
     full = []
     if isinstance(view, abst.AbstractView):
         plan = over_actions(w * reach, mask.shape) * full_policy  # w pi_p(I) sigma(I, a)
@@ -182,7 +194,10 @@ def _player_update(
         both = view.reduce(game, player, jnp.concatenate([inst, reach[None]], axis=0))
         inst, reach = both[:-1], both[-1]  # one segment sum for both (one kernel)
         mask = view.legal(game, player)
-    increment = rounded(over_actions(w * reach, mask.shape) * policy)
+    if compact:
+        increment = rounded(sf.over_infosets(game, w * reach, player, True) * policy)
+    else:
+        increment = rounded(over_actions(w * reach, mask.shape) * policy)
     new_regrets = jnp.where(mask, regret_update(regrets, inst, t), 0.0)
     new_ssum = (ssum + increment) * decay
     new_pred = inst if predictive else pred
@@ -256,25 +271,36 @@ def make_cfr_solver(
             game = _chance_sampling.sampled_game(game, key)
         t = state.iteration + 1
         fields = (state.regrets, state.strategy_sum, state.prediction)
-        blocks = [tuple(x[view.rows(game, p)].T for x in fields) for p in (0, 1)]
+        # the compact layout (jaxcfr._sequence_form) where it pays, for full-keyed tables
+        compact = not isinstance(view, abst.AbstractView) and sf.uses_compact(game)
+        if compact:  # one gather per table in, one out (zeros on illegal actions)
+            split = [sf.policy_blocks(game, x, True) for x in fields]
+            blocks = [tuple(b[p] for b in split) for p in (0, 1)]
+        else:
+            blocks = [tuple(x[view.rows(game, p)].T for x in fields) for p in (0, 1)]
         full = getattr(state, "full_strategy_sum", None)
         if full is not None and full.shape[0]:
             blocks = [b + (full[game.player_slice(p)].T,) for p, b in enumerate(blocks)]
-        pieces = (t, regret_update, weight, predictive, view)
-        policy = [_policy(game, p, blocks[p][0], blocks[p][2], predictive, view) for p in (0, 1)]
+        pieces = (t, regret_update, weight, predictive, view, compact)
+        policy = [
+            _policy(game, p, blocks[p][0], blocks[p][2], predictive, view, compact) for p in (0, 1)
+        ]
         full_policy = [view.expand(game, p, policy[p]) for p in (0, 1)]  # one gather each
-        plan0 = sf.plan_block(game, full_policy[0], 0)
-        plan1 = sf.plan_block(game, full_policy[1], 1)
+        plan0 = sf.plan_block(game, full_policy[0], 0, compact)
+        plan1 = sf.plan_block(game, full_policy[1], 1, compact)
         blocks[0] = _player_update(
             game, policy[0], full_policy[0], plan1, plan0, 0, blocks[0], *pieces
         )
         if alternating:  # P2 sees P1's new policy; P2's plan block is unchanged
-            policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive, view)
-            plan0 = sf.plan_block(game, view.expand(game, 0, policy0), 0)
+            policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive, view, compact)
+            plan0 = sf.plan_block(game, view.expand(game, 0, policy0), 0, compact)
         blocks[1] = _player_update(
             game, policy[1], full_policy[1], plan0, plan1, 1, blocks[1], *pieces
         )
-        new = [jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True)]
+        if compact:
+            new = [sf.block_rows(game, b, True) for b in zip(*blocks, strict=True)]
+        else:
+            new = [jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True)]
         if not predictive:  # the prediction stays zero: pass it through untouched
             new[2] = state.prediction
         if isinstance(state, abst.AbstractCFRState):

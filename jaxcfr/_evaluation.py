@@ -156,11 +156,22 @@ class CounterfactualValues(NamedTuple):
 
 
 def _player_passes(game: Game, policy: jax.Array, player: int, combines):
-    """Bottom-up passes of ``player`` (one per combine) against the profile ``policy``."""
-    blocks = sf.policy_blocks(game, policy)
-    opp_plan = sf.plan_block(game, blocks[1 - player], 1 - player)
-    g, g_root = sf.own_terminal_values(game, opp_plan, player)
-    return [sf.bottom_up(game, g, player, blocks[player], c, g_root) for c in combines]
+    """Bottom-up passes of ``player`` (one per combine) against the profile ``policy``,
+    in the kernel's layout (compact where :func:`jaxcfr._sequence_form.uses_compact`)."""
+    compact = sf.uses_compact(game)
+    blocks = sf.policy_blocks(game, policy, compact)
+    opp_plan = sf.plan_block(game, blocks[1 - player], 1 - player, compact)
+    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact)
+    return [sf.bottom_up(game, g, player, blocks[player], c, g_root, compact) for c in combines]
+
+
+def _player_rows(game: Game, player: int, block: jax.Array) -> jax.Array:
+    """A player's action-value block (the kernel's layout) -> ``[I, A]``, zero on the
+    other player's rows."""
+    if sf.uses_compact(game):
+        other = jnp.zeros((sf.compact_size(game, 1 - player),), block.dtype)
+        return sf.block_rows(game, (block, other) if player == 0 else (other, block), True)
+    return sf.to_full(game, player, block.T)
 
 
 def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValues:
@@ -170,9 +181,9 @@ def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValu
     policy = _prepare(game, policy)
     pol, br = _player_passes(game, policy, player, (sf.combine_policy, sf.combine_max))
     return CounterfactualValues(
-        sf.to_full(game, player, pol.action_values.T),
+        _player_rows(game, player, pol.action_values),
         sf.to_full(game, player, pol.infoset_values),
-        sf.to_full(game, player, br.action_values.T),
+        _player_rows(game, player, br.action_values),
         sf.to_full(game, player, br.infoset_values),
     )
 
@@ -188,7 +199,7 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
     player = _check_player(player)
     policy = _prepare(game, policy)
     (res,) = _player_passes(game, policy, player, (sf.combine_max,))
-    values = sf.to_full(game, player, res.action_values.T)
+    values = _player_rows(game, player, res.action_values)
     masked = jnp.where(game.legal_mask, values, sf.NEG_INF)
     onehot = jax.nn.one_hot(jnp.argmax(masked, axis=-1), game.num_actions, dtype=policy.dtype)
     mine = (game.infoset_player == player)[:, None]
@@ -203,12 +214,14 @@ def best_response_values(game: Game, policy) -> jax.Array:
 def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
     """``[2]`` best-response values for a policy already normalized (no host checks;
     for use inside jitted loops such as the runner)."""
-    blocks = sf.policy_blocks(game, policy)
-    plans = [sf.plan_block(game, blocks[p], p) for p in (0, 1)]
+    compact = sf.uses_compact(game)
+    blocks = sf.policy_blocks(game, policy, compact)
+    plans = [sf.plan_block(game, blocks[p], p, compact) for p in (0, 1)]
     values = []
     for p in (0, 1):
-        g, g_root = sf.own_terminal_values(game, plans[1 - p], p)
-        values.append(sf.bottom_up(game, g, p, blocks[p], sf.combine_max, g_root).root_value)
+        g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact)
+        bu = sf.bottom_up(game, g, p, blocks[p], sf.combine_max, g_root, compact)
+        values.append(bu.root_value)
     return jnp.stack(values)
 
 

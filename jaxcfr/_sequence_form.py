@@ -12,6 +12,16 @@ major axis, which XLA:CPU vectorizes; over a minor axis of 2 or 3 actions it run
 about 4x slower (``python -m experiments.benchmarks layout`` measures both). The
 public API keeps ``[I, A]``; :func:`policy_blocks` transposes once at the boundary.
 
+Compact layout (``compact=True``, where :func:`uses_compact` says it pays): every
+level ``d`` of a player's sequence tree is a ``[W_d, n_d]`` block, ``W_d`` the level's
+own widest infoset (not the game's ``A``), row ``k`` an infoset's ``k``-th legal action,
+and a player's levels are concatenated flat into ``[P_p]``
+(``games_tensor._table.compact_layout``; the compiled positions ``game.compact_*``).
+II-Goofspiel(6) keeps 205,596 slots instead of 996,012. Every function below takes
+``compact`` and then reads and returns flat ``[P_p]`` blocks instead of ``[A, n_p]``;
+the arithmetic per legal pair is the same (sums over actions skip only the zeros of
+illegal actions), so results equal the ``[A, n_p]`` layout's.
+
 Each player's plan and values stay in its own ``[A, n_p]`` block: the compiler stores
 the position of every sequence the kernel gathers or scatters in its owner's flattened
 block (``game.parent_own``, ``sf_own0/1``, ``block_row_own/col_own``; the empty
@@ -60,8 +70,107 @@ def take(x: jax.Array, index: jax.Array, fill_value=None) -> jax.Array:
     return x.at[index].get(mode="fill", fill_value=fill_value, wrap_negative_indices=False)
 
 
+def take_near(x: jax.Array, index: jax.Array, fill_value) -> jax.Array:
+    """``x[index]`` for compiled positions in ``[0, len(x) + 1]``, the two past the end
+    reading ``fill_value`` (the empty sequence at ``len(x)`` and padding at
+    ``len(x) + 1``, see ``games_tensor._table.block_positions``; child-list and
+    compact-layout padding at ``len(x)``). The two fill values are appended and the
+    gather runs in bounds: :func:`take` with a fill value selects over the whole index
+    array instead (the largest fusion of a II-Goofspiel(6) update)."""
+    pad = jnp.full((2,) + x.shape[1:], fill_value, x.dtype)
+    return take(jnp.concatenate([x, pad]), index)
+
+
 def _levels(game: Game, player: int):
     return game.meta.infoset_levels[player]
+
+
+# The compact layout is used where it keeps at most this fraction of the [I, A] slots:
+# II-Goofspiel(6) (0.21) measured faster with it (exploitability 1.5x, CFR within noise,
+# medians up), LD(1,1) (0.54) not (CFR medians down: the update gathers its [I, A] state
+# into the compact blocks and scatters it back every iteration); docs/cfr.md, session 22.
+COMPACT_FRACTION = 0.25
+
+
+def compact_size(game: Game, player: int) -> int:
+    """``P_p``: slots of ``player``'s compact block."""
+    widths = game.meta.compact_widths[player]
+    return sum(w * (e - s) for w, (s, e) in zip(widths, _levels(game, player), strict=True))
+
+
+def uses_compact(game: Game) -> bool:
+    """Whether the solvers run ``game`` in the compact layout (static): it carries one
+    and it keeps at most ``COMPACT_FRACTION`` of the ``I * A`` slots."""
+    if game.meta.compact_widths is None or game.num_infosets == 0:
+        return False
+    slots = compact_size(game, 0) + compact_size(game, 1)
+    return slots <= COMPACT_FRACTION * game.num_infosets * game.num_actions
+
+
+def _width(game: Game, player: int, d: int, compact: bool) -> int:
+    return game.meta.compact_widths[player][d] if compact else game.num_actions
+
+
+def _offset(game: Game, player: int, d: int) -> int:
+    """Start of level ``d`` in ``player``'s flat compact block."""
+    widths = game.meta.compact_widths[player]
+    return sum(w * (e - s) for w, (s, e) in zip(widths[:d], _levels(game, player)[:d], strict=True))
+
+
+def _player_offset(game: Game, player: int) -> int:
+    """Start of ``player``'s slots in the compact arrays of both players."""
+    return 0 if player == 0 else compact_size(game, 0)
+
+
+def level_block(game: Game, x: jax.Array, player: int, d: int, compact: bool = False):
+    """Level ``d``'s ``[W_d, n_d]`` piece of a player's block (``[A, n_d]`` columns of
+    an ``[A, n_p]`` block, or a reshaped slice of a flat compact one)."""
+    start, end = _levels(game, player)[d]
+    if not compact:
+        return x[:, _local(game, player, start, end)]
+    off, w = _offset(game, player, d), _width(game, player, d, True)
+    return x[off : off + w * (end - start)].reshape(w, end - start)
+
+
+def join_levels(game: Game, pieces, player: int, compact: bool = False, dtype=None):
+    """The inverse of :func:`level_block`: per-level pieces -> a player's block."""
+    if not pieces:
+        shape = (0,) if compact else (game.num_actions, 0)
+        return jnp.zeros(shape, dtype or jnp.result_type(float))
+    if compact:
+        return jnp.concatenate([p.reshape(-1) for p in pieces])
+    return jnp.concatenate(pieces, axis=1)
+
+
+def over_infosets(game: Game, values: jax.Array, player: int, compact: bool = False):
+    """Per-infoset ``[n_p]`` values broadcast over each infoset's action slots (the
+    player's block shape; :func:`jaxcfr._solver.over_actions` per level)."""
+    if not compact:
+        return over_actions(values, (game.num_actions, values.shape[-1]))
+    pieces = []
+    offset = game.player_slice(player).start
+    for d, (start, end) in enumerate(_levels(game, player)):
+        w = _width(game, player, d, True)
+        pieces.append(over_actions(values[start - offset : end - offset], (w, end - start)))
+    return join_levels(game, pieces, player, True, values.dtype)
+
+
+def by_level(game: Game, player: int, compact: bool, fn, *blocks):
+    """``fn`` over a player's blocks: on each level's ``[W_d, n_d]`` pieces, joined
+    (compact layout), or on the whole ``[A, n_p]`` blocks at once. ``fn`` works on
+    action-major pieces (actions on axis 0), e.g. regret matching."""
+    if not compact:
+        return fn(*blocks)
+    pieces = [
+        fn(*(level_block(game, b, player, d, True) for b in blocks))
+        for d in range(len(_levels(game, player)))
+    ]
+    return join_levels(game, pieces, player, True, blocks[0].dtype)
+
+
+def flat(x: jax.Array) -> jax.Array:
+    """A player's block as a flat vector (its compiled positions index that)."""
+    return x.reshape(-1)
 
 
 def _local(game: Game, player: int, start: int, end: int) -> slice:
@@ -70,32 +179,62 @@ def _local(game: Game, player: int, start: int, end: int) -> slice:
     return slice(start - offset, end - offset)
 
 
-def policy_blocks(game: Game, policy: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``[I, A]`` profile -> the two players' action-major blocks ``[A, n_0]``, ``[A, n_1]``."""
+def policy_blocks(game: Game, policy: jax.Array, compact: bool = False):
+    """``[I, A]`` table -> the two players' blocks: action-major ``[A, n_0]``, ``[A, n_1]``
+    (a transpose), or with ``compact`` the flat ``[P_0]``, ``[P_1]`` (one gather)."""
+    if compact:
+        both = take_near(policy.reshape(-1), game.compact_index, 0.0)
+        split = compact_size(game, 0)
+        return both[:split], both[split:]
     policy_t = policy.T
     return tuple(policy_t[:, game.player_slice(p)] for p in (0, 1))
 
 
-def legal_block(game: Game, player: int) -> jax.Array:
-    """``[A, n_p]`` legal mask of ``player``'s infosets."""
+def block_rows(game: Game, blocks, compact: bool = False) -> jax.Array:
+    """The inverse of :func:`policy_blocks`: both players' blocks -> ``[I, A]`` (zero on
+    illegal actions in the compact layout)."""
+    if compact:  # a scatter of the P_0 + P_1 slots (a gather would read all I * A)
+        size = game.num_infosets * game.num_actions
+        rows = (
+            jnp.zeros((size,), blocks[0].dtype)
+            .at[game.compact_index]
+            .set(jnp.concatenate(blocks), mode="drop", unique_indices=True)
+        )
+        return rows.reshape(game.num_infosets, game.num_actions)
+    return jnp.concatenate(blocks, axis=1).T
+
+
+def legal_block(game: Game, player: int, compact: bool = False) -> jax.Array:
+    """``[A, n_p]`` (or compact ``[P_p]``) legal mask of ``player``'s infosets."""
+    if compact:
+        off = _player_offset(game, player)
+        return game.compact_legal[off : off + compact_size(game, player)]
     return game.legal_mask_t[:, game.player_slice(player)]
 
 
-def plan_block(game: Game, policy_p: jax.Array, player: int) -> jax.Array:
-    """``player``'s realization plan ``[A, n_p]`` from its policy block ``[A, n_p]``."""
+def uniform_block(game: Game, player: int, compact: bool = False) -> jax.Array:
+    """The uniform fallback of ``player``'s infosets in the layout of :func:`legal_block`."""
+    if compact:
+        off = _player_offset(game, player)
+        return game.compact_uniform[off : off + compact_size(game, player)]
+    return game.legal_uniform_t[:, game.player_slice(player)]
+
+
+def plan_block(game: Game, policy_p: jax.Array, player: int, compact: bool = False):
+    """``player``'s realization plan from its policy block (both ``[A, n_p]``, or flat
+    ``[P_p]`` with ``compact``)."""
+    parent_local = game.compact_parent_local if compact else game.parent_local
     pieces = []
-    prev = None  # the previous level's [A, n] plan, flattened
-    for start, end in _levels(game, player):
-        pol = policy_p[:, _local(game, player, start, end)]
+    prev = None  # the previous level's [W, n] plan, flattened
+    for d, (start, end) in enumerate(_levels(game, player)):
+        pol = level_block(game, policy_p, player, d, compact)
         if prev is None:
             cur = pol
         else:
-            cur = over_actions(take(prev, game.parent_local[start:end]), pol.shape) * pol
+            cur = over_actions(take(prev, parent_local[start:end]), pol.shape) * pol
         pieces.append(cur)
         prev = cur.reshape(-1)
-    if not pieces:
-        return jnp.zeros((game.num_actions, 0), policy_p.dtype)
-    return jnp.concatenate(pieces, axis=1)
+    return join_levels(game, pieces, player, compact, policy_p.dtype)
 
 
 def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
@@ -108,16 +247,18 @@ def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.concatenate(plans, axis=1).T.reshape(-1), one])
 
 
-def own_reach_block(game: Game, plan_p: jax.Array, player: int) -> jax.Array:
+def own_reach_block(game: Game, plan_p: jax.Array, player: int, compact: bool = False):
     """``[n_p]``: ``player``'s own reach x_p(parent_seq(i)) to each of its infosets, read
-    from its own ``[A, n_p]`` plan block (``game.parent_own``; the empty sequence: 1)."""
-    return take(plan_p.reshape(-1), game.parent_own[game.player_slice(player)], 1.0)
+    from its own plan block (``game.parent_own``; the empty sequence: 1)."""
+    parent_own = game.compact_parent_own if compact else game.parent_own
+    return take_near(flat(plan_p), parent_own[game.player_slice(player)], 1.0)
 
 
-def own_terminal_values(game: Game, opp_plan: jax.Array, player: int):
+def own_terminal_values(game: Game, opp_plan: jax.Array, player: int, compact: bool = False):
     """``g_p`` on ``player``'s own sequences, from the opponent's ``[A, n_{-p}]`` plan block
     alone: returns ``(g [A, n_p], g_root)``, ``g_root`` the sum over payoff entries at
-    ``player``'s empty sequence. Gathers and scatters go through ``game.sf_own0`` /
+    ``player``'s empty sequence (with ``compact``: flat ``[P_{-p}]`` in, ``[P_p]`` out,
+    through the ``game.compact_*`` positions). Gathers and scatters go through ``game.sf_own0`` /
     ``block_row_own`` ... (positions in each player's own block,
     ``games_tensor._table.block_positions``): the scatter fills only ``A * n_p + 1`` slots.
 
@@ -127,65 +268,80 @@ def own_terminal_values(game: Game, opp_plan: jax.Array, player: int):
     G*C) values; otherwise one segment sum over the Zs payoff entries."""
     A = game.num_actions
     n = game.meta.infosets_per_player[player]
-    flat = opp_plan.reshape(-1)
+    size = compact_size(game, player) if compact else A * n
+    if compact:
+        row_own, col_own = game.compact_block_row_own, game.compact_block_col_own
+        sf_own0, sf_own1 = game.compact_sf_own0, game.compact_sf_own1
+    else:
+        row_own, col_own = game.block_row_own, game.block_col_own
+        sf_own0, sf_own1 = game.sf_own0, game.sf_own1
+    opp_flat = flat(opp_plan)
     if game.meta.num_payoff_blocks:
         pay = game.block_payoff.astype(opp_plan.dtype)
         # padding rows / columns read 1 (the fill of the empty sequence); their payoff is 0
         if player == 0:
-            opp = take(flat, game.block_col_own, 1.0)
+            opp = take_near(opp_flat, col_own, 1.0)
             vals = sum(rounded(pay[:, :, c] * opp[:, c, None]) for c in range(pay.shape[2]))
-            own = game.block_row_own
+            own = row_own
         else:
-            opp = take(flat, game.block_row_own, 1.0)
+            opp = take_near(opp_flat, row_own, 1.0)
             vals = -sum(rounded(pay[:, r, :] * opp[:, r, None]) for r in range(pay.shape[1]))
-            own = game.block_col_own
+            own = col_own
         contrib, own = vals.reshape(-1), own.reshape(-1)
     else:
         if player == 0:
-            own, opp, sign = game.sf_own0, game.sf_own1, 1.0
+            own, opp, sign = sf_own0, sf_own1, 1.0
         else:
-            own, opp, sign = game.sf_own1, game.sf_own0, -1.0
-        contrib = rounded(take(flat, opp, 1.0) * (sign * game.sf_payoff).astype(flat.dtype))
-    g = jax.ops.segment_sum(contrib, own, num_segments=A * n + 1)
-    return g[: A * n].reshape(A, n), g[A * n]
+            own, opp, sign = sf_own1, sf_own0, -1.0
+        payoff = (sign * game.sf_payoff).astype(opp_flat.dtype)
+        contrib = rounded(take_near(opp_flat, opp, 1.0) * payoff)
+    g = jax.ops.segment_sum(contrib, own, num_segments=size + 1)
+    return (g[:size] if compact else g[:size].reshape(A, n)), g[size]
 
 
-def _child_table_offset(game: Game, player: int, level: int) -> int:
-    """Static start of level ``level``'s child table in ``game.level_children``."""
+def _child_table_offset(game: Game, player: int, level: int, compact: bool = False) -> int:
+    """Static start of level ``level``'s child table in ``game.level_children``
+    (``game.compact_level_children``)."""
     offset = 0
-    for p, fanout in enumerate(game.meta.child_fanout):
+    fanouts = game.meta.compact_fanout if compact else game.meta.child_fanout
+    for p, fanout in enumerate(fanouts):
         for e, k in enumerate(fanout):
             if (p, e + 1) == (player, level):
                 return offset
             pstart, pend = game.meta.infoset_levels[p][e]
-            offset += k * game.num_actions * (pend - pstart)
+            offset += k * _width(game, p, e, compact) * (pend - pstart)
     raise AssertionError("level not found")
 
 
-def _child_sums(game: Game, player: int, d: int, val: jax.Array) -> jax.Array:
-    """Sum the values ``val`` ([n]) of level ``d``'s infosets into the ``[A, n_prev]``
-    parent-sequence slots of level ``d - 1``: ``K`` gathers from the compiled child
-    lists where the fan-out ``K`` is small, else a segment sum (see
-    ``games_tensor._table.level_children``)."""
-    A = game.num_actions
+def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool = False):
+    """Sum the values ``val`` ([n]) of level ``d``'s infosets into the ``[W, n_prev]``
+    parent-sequence slots of level ``d - 1`` (``W = A``, or its compact width): ``K``
+    gathers from the compiled child lists where the fan-out ``K`` is small, else a
+    segment sum (see ``games_tensor._table.level_children``)."""
+    W = _width(game, player, d - 1, compact)
     levels = _levels(game, player)
     start, end = levels[d]
     n_prev = levels[d - 1][1] - levels[d - 1][0]
-    fanout = game.meta.child_fanout[player]
+    if compact:
+        fanout, parent_local = game.meta.compact_fanout[player], game.compact_parent_local
+        children = game.compact_level_children
+    else:
+        fanout, parent_local = game.meta.child_fanout[player], game.parent_local
+        children = game.level_children
     K = fanout[d - 1]
     if K == 0:
-        sums = jax.ops.segment_sum(val, game.parent_local[start:end], num_segments=A * n_prev)
-        return sums.reshape(A, n_prev)
-    offset = _child_table_offset(game, player, d)
-    table = game.level_children[offset : offset + K * A * n_prev].reshape(K, A, n_prev)
-    return sum(take(val, table[k], 0.0) for k in range(K))
+        sums = jax.ops.segment_sum(val, parent_local[start:end], num_segments=W * n_prev)
+        return sums.reshape(W, n_prev)
+    offset = _child_table_offset(game, player, d, compact)
+    table = children[offset : offset + K * W * n_prev].reshape(K, W, n_prev)
+    return sum(take_near(val, table[k], 0.0) for k in range(K))
 
 
 class BottomUp(NamedTuple):
     """Result of a bottom-up pass for one player p, action-major.
 
-    action_values: [A, n_p] counterfactual values v(i, a) on p's infosets
-      (``game.player_slice(p)`` order), zero on illegal actions.
+    action_values: [A, n_p] (compact layout: flat [P_p]) counterfactual values v(i, a)
+      on p's infosets (``game.player_slice(p)`` order), zero on illegal actions.
     infoset_values: [n_p] value(i) of each of p's infosets.
     root_value: scalar, p's expected value (policy) or best-response value (max).
     """
@@ -216,36 +372,37 @@ def bottom_up(
     policy_p: jax.Array,
     combine: Combine,
     root_g: jax.Array,
+    compact: bool = False,
 ) -> BottomUp:
     """Accumulate terminal values ``g`` up the player's sequence tree: ``g`` is the
-    player's own ``[A, n_p]`` block and ``root_g`` its empty-sequence sum
-    (:func:`own_terminal_values`). ``policy_p`` is the player's ``[A, n_p]`` policy block.
+    player's own block (``[A, n_p]``, or flat ``[P_p]`` with ``compact``) and ``root_g``
+    its empty-sequence sum (:func:`own_terminal_values`). ``policy_p`` is the player's
+    policy block in the same layout.
 
-    ``combine(v [A, n], mask [A, n], policy [A, n]) -> [n]`` turns action values
+    ``combine(v [W, n], mask [W, n], policy [W, n]) -> [n]`` turns action values
     into infoset values (:func:`combine_policy` or :func:`combine_max`).
     """
-    A = game.num_actions
     levels = _levels(game, player)
-    mask_p = legal_block(game, player)
+    mask_p = legal_block(game, player, compact)
     action_vals = [None] * len(levels)
     infoset_vals = [None] * len(levels)
-    child = None  # [A, n_level] sums of child infoset values, from the level below
+    child = None  # [W, n_level] sums of child infoset values, from the level below
     for d in range(len(levels) - 1, -1, -1):
-        start, end = levels[d]
-        cols = _local(game, player, start, end)
-        v = g[:, cols]
+        v = level_block(game, g, player, d, compact)
         if child is not None:
             v = v + child
-        mask = mask_p[:, cols]
+        mask = level_block(game, mask_p, player, d, compact)
         v = jnp.where(mask, v, 0.0)
-        val = combine(v, mask, policy_p[:, cols])
+        val = combine(v, mask, level_block(game, policy_p, player, d, compact))
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
-            child = _child_sums(game, player, d, val)
+            child = _child_sums(game, player, d, val, compact)
     root = root_g + (tree_sum(infoset_vals[0]) if levels else 0.0)
     if not levels:
-        return BottomUp(jnp.zeros((A, 0), g.dtype), jnp.zeros((0,), g.dtype), root)
-    return BottomUp(jnp.concatenate(action_vals, axis=1), jnp.concatenate(infoset_vals), root)
+        empty = join_levels(game, [], player, compact, g.dtype)
+        return BottomUp(empty, jnp.zeros((0,), g.dtype), root)
+    action_values = join_levels(game, action_vals, player, compact, g.dtype)
+    return BottomUp(action_values, jnp.concatenate(infoset_vals), root)
 
 
 def to_full(game: Game, player: int, block: jax.Array) -> jax.Array:

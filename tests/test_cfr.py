@@ -247,3 +247,44 @@ def test_repeated_runs_reuse_compiled_code():
     jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10)
     again = jaxcfr.run(jaxcfr.cfr_plus(), game, 20, 10)
     assert again.compile_seconds == 0.0
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("leduc_poker", {}),
+        pytest.param("ii_goofspiel", {"num_cards": 4}, marks=pytest.mark.slow),
+    ],
+)
+def test_compact_layout_gives_the_action_major_iterates(x64, monkeypatch, name, params):
+    """The kernel's compact layout (each level as wide as its widest infoset, actions
+    renumbered) and the ``[A, n_p]`` layout give equal float64 iterates and evaluations:
+    both sum the same legal terms in the same order (the compact one skips only zeros)."""
+    from jaxcfr import _sequence_form as sf
+
+    game = gt.load(name, **params)
+
+    def evaluate(game, state):
+        policy = jaxcfr.current_policy(game, state)
+        cfv = jaxcfr.counterfactual_values(game, policy, 1)
+        average = jaxcfr.average_policy(game, state)
+        return [
+            state.regrets,
+            state.strategy_sum,
+            cfv.values,
+            cfv.best_response_values,
+            jaxcfr.best_response(game, policy, 0)[0],
+            jaxcfr.exploitability(game, average),
+        ]
+
+    results = {}
+    for compact in (False, True):
+        monkeypatch.setattr(sf, "uses_compact", lambda g, c=compact: c)
+        init, update = jaxcfr.cfr_plus()
+        state = init(game, jax.random.key(3), scale=1.0)
+        step = jax.jit(update)  # a new update function: a fresh trace per layout
+        for _ in range(3):
+            state = step(game, state)
+        results[compact] = jax.jit(lambda g, s: evaluate(g, s))(game, state)  # fresh too
+    for full, compact in zip(results[False], results[True], strict=True):
+        np.testing.assert_array_equal(np.asarray(compact), np.asarray(full))

@@ -293,3 +293,53 @@ def test_own_block_positions(game):
     for p in (0, 1):
         sl = game.player_slice(p)
         np.testing.assert_array_equal(own_block(p)[parent_own[sl]], parent_seq[sl])
+
+
+def test_compact_layout(game):
+    """The compact layout (``games_tensor._table.compact_layout``): each level is as wide
+    as its widest infoset; ``compact_position`` and ``compact_index`` are inverse maps
+    between the legal pairs and the slots; slot (k, i) holds i's k-th legal action; the
+    compact positions of the parents and payoff entries name the same sequences as the
+    ``[A, n_p]`` ones."""
+    A, n_inf = game.num_actions, game.num_infosets
+    mask, pos, index = _np(game.legal_mask), _np(game.compact_position), _np(game.compact_index)
+    widths = game.meta.compact_widths
+    sizes = [
+        sum(w * (e - s) for w, (s, e) in zip(widths[p], lv, strict=True))
+        for p, lv in enumerate(game.meta.infoset_levels)
+    ]
+    total = sizes[0] + sizes[1]
+    assert index.shape == (total,) and pos.shape == (n_inf, A)
+    for p, levels in enumerate(game.meta.infoset_levels):
+        for w, (s, e) in zip(widths[p], levels, strict=True):
+            assert w == mask[s:e].sum(axis=1).max()
+    assert (pos[~mask] == total).all()
+    ii, aa = np.nonzero(mask)
+    np.testing.assert_array_equal(index[pos[ii, aa]], ii * A + aa)
+    assert np.unique(pos[ii, aa]).size == ii.size
+    np.testing.assert_array_equal(_np(game.compact_legal), index < n_inf * A)
+    # slot (k, i) of a level: rank k of the action among i's legal ones
+    rank = np.cumsum(mask, axis=1) - 1
+    offset = 0
+    for p, levels in enumerate(game.meta.infoset_levels):
+        for w, (s, e) in zip(widths[p], levels, strict=True):
+            slots = pos[s:e] - offset
+            legal = mask[s:e]
+            k, i = np.divmod(slots[legal], e - s)
+            np.testing.assert_array_equal(k, rank[s:e][legal])
+            np.testing.assert_array_equal(i, np.nonzero(legal)[0])
+            offset += w * (e - s)
+
+    def seq_of(own, p):  # compact position in player p's block -> sequence id
+        base = 0 if p == 0 else sizes[0]
+        full = np.concatenate([index[base : base + sizes[p]], [n_inf * A, n_inf * A + 1]])
+        return full[own]
+
+    for p in (0, 1):
+        sl = game.player_slice(p)
+        np.testing.assert_array_equal(
+            seq_of(_np(game.compact_parent_own)[sl], p), _np(game.parent_seq)[sl]
+        )
+        sf_seq = _np(game.sf_seq0 if p == 0 else game.sf_seq1)
+        own = _np(game.compact_sf_own0 if p == 0 else game.compact_sf_own1)
+        np.testing.assert_array_equal(seq_of(own, p), np.minimum(sf_seq, n_inf * A + 1))

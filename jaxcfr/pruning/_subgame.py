@@ -241,6 +241,8 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         infoset_keys=(),
         abstract_keys=(),
         host={},
+        compact_widths=None,  # its compact_* fields are the full game's: [A, n_p] only
+        compact_fanout=None,
     )
     i32 = lambda x: jnp.asarray(np.asarray(x), jnp.int32)  # noqa: E731
     starts = (0, sizes[0])
