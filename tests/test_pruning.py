@@ -260,6 +260,39 @@ def test_bad_input():
         pruning.run_live(total, _dominated(), 10, stable=0)
 
 
+def test_compact_bytes_by_hand():
+    """A compact master copy's bytes, counted by hand on the 3-infoset game (A = 2,
+    float32). (root, Risky) and (p2, h) pruned, so 'deep' is dead: live rows root, p2.
+    Faced plans non-zero at root and deep only. Unpruned R + S: 2 x 3 x 2 x 4 = 48.
+    (a) (root, Risky) also discarded: deep's sums go too, average rows root, p2.
+        R 2x2x4 = 16, V 2x4 = 8, S 2x2x4 = 16, X 2x2x4 = 16, pruned 2 x (4 + 4) = 16,
+        discarded 1 x 4 = 4, row ids 4 x (2 + 2 + 2) = 24: exact 100; paper (no X, no
+        X row ids) 16 + 8 + 16 + 16 + 4 + 16 = 76.
+    (b) nothing discarded: deep's frozen sums stay, average rows 3:
+        paper 16 + 8 + 24 + 16 + 0 + 4 x (2 + 3) = 84."""
+    game = _dominated()
+    ids = _ids(game)
+    root, deep, p2 = ids["root"], ids["deep"], ids["p2"]
+    state = jaxcfr.cfr(pruning="total").init(game)
+    pruned_mask = np.zeros((3, 2), bool)
+    pruned_mask[root, 1] = pruned_mask[p2, 0] = True
+    faced = np.zeros((3, 2), np.float32)
+    faced[root] = (2.0, 1.0)
+    faced[deep] = (0.5, 0.5)
+    disc = np.zeros((3, 2), bool)
+    disc[root, 1] = True
+    acc = pruning.compact_bytes(
+        game, state._replace(pruned=pruned_mask, plan_sum=faced, discarded=disc)
+    )
+    assert (acc["live_rows"], acc["average_rows"], acc["plan_rows"]) == (2, 2, 2)
+    assert (acc["exact"], acc["paper"], acc["unpruned"]) == (100, 76, 48)
+    acc = pruning.compact_bytes(game, state._replace(pruned=pruned_mask, plan_sum=faced))
+    assert (acc["average_rows"], acc["paper"]) == (3, 84)
+    batched = jax.tree.map(lambda x: np.stack([x, x]), state)
+    with pytest.raises(ValueError, match="pruned"):
+        pruning.compact_bytes(game, batched)
+
+
 def test_tables_upper_lower_by_hand():
     game = _dominated()
     ids = _ids(game)
