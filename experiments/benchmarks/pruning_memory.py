@@ -8,9 +8,9 @@ prints the bytes of the dense :class:`jaxcfr.pruning.PrunedState` (what the solv
 now), of a compact master copy holding only what Total RBP needs
 (:func:`jaxcfr.pruning.compact_bytes`, with the faced-plan sums kept where non-zero,
 ``exact``, or left out, ``paper``), of the unpruned solver's regrets + average sums
-(2 I A), and, for scale, of the full game's arrays and of the live sub-game's arrays
-(:func:`jaxcfr.pruning.layout` under the state's pruned set: what a live stretch
-allocates on top). Host only: nothing is compiled.
+(2 I A; with legal entries only, 2 x legal pairs), and, for scale, of the full
+game's arrays and of the live sub-game's arrays (:func:`jaxcfr.pruning.layout` under
+the state's pruned set: what a live stretch allocates on top). Host only: nothing is compiled.
 """
 
 from __future__ import annotations
@@ -69,15 +69,16 @@ def main(argv=None):
     print(
         "| iterations | space | live rows | average rows | plan rows | dense state | "
         "compact, exact | compact, paper | exact / unpruned | paper / unpruned | "
-        "live sub-game arrays |"
+        "legal entries only / unpruned's | live sub-game arrays |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         sub = _mb(r["live_subgame"]) if "live_subgame" in r else "-"
         print(
             f"| {r['iterations']} | {r['space']:.3f} | {r['live_rows']} | {r['average_rows']} | "
             f"{r['plan_rows']} | {_mb(r['dense'])} | {_mb(r['exact'])} | {_mb(r['paper'])} | "
-            f"{r['exact'] / r['unpruned']:.2f} | {r['paper'] / r['unpruned']:.2f} | {sub} |"
+            f"{r['exact'] / r['unpruned']:.2f} | {r['paper'] / r['unpruned']:.2f} | "
+            f"{r['paper_legal'] / r['unpruned_legal']:.2f} | {sub} |"
         )
     return 0
 

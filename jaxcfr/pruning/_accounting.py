@@ -20,6 +20,10 @@ live sub-game lays them out) plus an int32 row id per row:
 * not stored: ``prediction``, ``window``, ``window_value`` (zero under Total RBP with
   CFR / CFR+), which the dense state carries.
 
+``paper_legal`` stores only legal entries (a flat list per kept row, one int32 offset
+per row) instead of ``A``-wide rows: regrets at the legal entries of live rows, average
+sums at the kept legal entries; its reference ``unpruned_legal`` is 2 x legal pairs.
+
 Reference: the unpruned CFR / CFR+ master copy, regrets and average sums, 2 x I x A
 entries. Returns byte counts (python ints) keyed by table. Shapes: ``state`` fields
 ``[I, A]`` / ``[I]`` (one run, no batch axis).
@@ -38,7 +42,8 @@ def compact_bytes(game: Game, state) -> dict:
 
     Keys: ``regrets``, ``values_sum``, ``strategy_sum``, ``plan_sum``, ``row_ids``
     (``exact``: with the ``plan_sum`` rows), ``pruned``, ``discarded``, ``exact`` and
-    ``paper`` (totals, with and without ``plan_sum``), ``unpruned`` (2 x I x A x itemsize),
+    ``paper`` (totals, with and without ``plan_sum``), ``paper_legal`` (legal entries
+    only), ``unpruned`` (2 x I x A x itemsize), ``unpruned_legal`` (2 x legal pairs),
     ``dense`` (every array of ``state``), and the row counts ``live_rows``,
     ``average_rows``, ``plan_rows``."""
     pruned = np.asarray(state.pruned, bool)
@@ -74,5 +79,15 @@ def compact_bytes(game: Game, state) -> dict:
     out["exact"] = common + out["plan_sum"] + out["row_ids"]
     out["paper"] = common + ids_paper
     out["unpruned"] = 2 * game.num_infosets * A * f
+    legal_live = int((legal & ~dead[:, None]).sum())
+    legal_kept = int((legal & ~gone).sum())
+    out["paper_legal"] = (
+        (legal_live + legal_kept) * f
+        + out["values_sum"]
+        + ids_paper
+        + out["pruned"]
+        + out["discarded"]
+    )
+    out["unpruned_legal"] = 2 * int(legal.sum()) * f
     out["dense"] = sum(np.asarray(x).nbytes for x in state)
     return out
