@@ -7,7 +7,8 @@ response when pruning ends), and the average-strategy sums of a branch rare in t
 ``[I, A]`` table at full size (freed entries are zeros), so its memory does not fall. This
 module counts, from a state's masks, what a master copy holding only the entries Total RBP
 needs would take, with each table stored as compact rows (``A`` entries per row, as the
-live sub-game lays them out) plus an int32 row id per row:
+live sub-game lays them out) and each set of rows as a bitmask over the I infosets
+(ceil(I / 8) bytes; a row's place is the mask's prefix popcount):
 
 * regrets ``R`` and ``V(I)``: the live rows (infosets not strictly below a pruned own
   sequence, :func:`dead_infosets`);
@@ -20,9 +21,10 @@ live sub-game lays them out) plus an int32 row id per row:
 * not stored: ``prediction``, ``window``, ``window_value`` (zero under Total RBP with
   CFR / CFR+), which the dense state carries.
 
-``paper_legal`` stores only legal entries (a flat list per kept row, one int32 offset
-per row) instead of ``A``-wide rows: regrets at the legal entries of live rows, average
-sums at the kept legal entries; its reference ``unpruned_legal`` is 2 x legal pairs.
+``paper_legal`` stores only legal entries (the kept rows' legal entries in order; the
+offsets follow from the legal mask, which the game holds) instead of ``A``-wide rows:
+regrets at the legal entries of live rows, average sums at the kept legal entries; its
+reference ``unpruned_legal`` is 2 x legal pairs.
 
 Reference: the unpruned CFR / CFR+ master copy, regrets and average sums, 2 x I x A
 entries. Returns byte counts (python ints) keyed by table. Shapes: ``state`` fields
@@ -40,8 +42,8 @@ from jaxcfr.pruning._subgame import dead_infosets
 def compact_bytes(game: Game, state) -> dict:
     """Bytes of a compact master copy of the Total RBP ``state`` (see the module doc).
 
-    Keys: ``regrets``, ``values_sum``, ``strategy_sum``, ``plan_sum``, ``row_ids``
-    (``exact``: with the ``plan_sum`` rows), ``pruned``, ``discarded``, ``exact`` and
+    Keys: ``regrets``, ``values_sum``, ``strategy_sum``, ``plan_sum``, ``row_masks``
+    (``exact``: with the ``plan_sum`` rows' mask), ``pruned``, ``discarded``, ``exact`` and
     ``paper`` (totals, with and without ``plan_sum``), ``paper_legal`` (legal entries
     only), ``unpruned`` (2 x I x A x itemsize), ``unpruned_legal`` (2 x legal pairs),
     ``dense`` (every array of ``state``), and the row counts ``live_rows``,
@@ -72,11 +74,12 @@ def compact_bytes(game: Game, state) -> dict:
         "pruned": int(pruned.sum()) * (4 + f),
         "discarded": int(discarded.sum()) * 4,
     }
-    ids_paper = 4 * (live_rows + average_rows)
+    bitmask = -(-game.num_infosets // 8)
+    ids_paper = 2 * bitmask  # live rows, average rows
     common = out["regrets"] + out["values_sum"] + out["strategy_sum"]
     common += out["pruned"] + out["discarded"]
-    out["row_ids"] = ids_paper + 4 * plan_rows
-    out["exact"] = common + out["plan_sum"] + out["row_ids"]
+    out["row_masks"] = ids_paper + bitmask
+    out["exact"] = common + out["plan_sum"] + out["row_masks"]
     out["paper"] = common + ids_paper
     out["unpruned"] = 2 * game.num_infosets * A * f
     legal_live = int((legal & ~dead[:, None]).sum())
