@@ -260,6 +260,43 @@ def test_bad_input():
         pruning.run_live(total, _dominated(), 10, stable=0)
 
 
+def test_compact_bytes_by_hand():
+    """A compact master copy's bytes, counted by hand on the 3-infoset game (A = 2,
+    float32; a row set is a bitmask of ceil(3 / 8) = 1 byte). (root, Risky) and
+    (p2, h) pruned, so 'deep' is dead: live rows root, p2. Faced plans non-zero at root
+    and deep only. Unpruned R + S: 2 x 3 x 2 x 4 = 48.
+    (a) (root, Risky) also discarded: deep's sums go too, average rows root, p2.
+        R 2x2x4 = 16, V 2x4 = 8, S 2x2x4 = 16, X 2x2x4 = 16, pruned 2 x (4 + 4) = 16,
+        discarded 1 x 4 = 4, 3 masks: exact 79; paper (no X, 2 masks) 16 + 8 + 16 + 16
+        + 4 + 2 = 62. Legal entries only (paper_legal): S keeps root's Safe and p2's 2
+        entries, 3 x 4 = 12 instead of 16: 58; unpruned_legal 2 x 6 x 4 = 48.
+    (b) nothing discarded: deep's frozen sums stay, average rows 3:
+        paper 16 + 8 + 24 + 16 + 0 + 2 = 66 (paper_legal the same: every infoset has
+        both actions legal)."""
+    game = _dominated()
+    ids = _ids(game)
+    root, deep, p2 = ids["root"], ids["deep"], ids["p2"]
+    state = jaxcfr.cfr(pruning="total").init(game)
+    pruned_mask = np.zeros((3, 2), bool)
+    pruned_mask[root, 1] = pruned_mask[p2, 0] = True
+    faced = np.zeros((3, 2), np.float32)
+    faced[root] = (2.0, 1.0)
+    faced[deep] = (0.5, 0.5)
+    disc = np.zeros((3, 2), bool)
+    disc[root, 1] = True
+    acc = pruning.compact_bytes(
+        game, state._replace(pruned=pruned_mask, plan_sum=faced, discarded=disc)
+    )
+    assert (acc["live_rows"], acc["average_rows"], acc["plan_rows"]) == (2, 2, 2)
+    assert (acc["exact"], acc["paper"], acc["unpruned"]) == (79, 62, 48)
+    assert (acc["paper_legal"], acc["unpruned_legal"]) == (58, 48)
+    acc = pruning.compact_bytes(game, state._replace(pruned=pruned_mask, plan_sum=faced))
+    assert (acc["average_rows"], acc["paper"], acc["paper_legal"]) == (3, 66, 66)
+    batched = jax.tree.map(lambda x: np.stack([x, x]), state)
+    with pytest.raises(ValueError, match="pruned"):
+        pruning.compact_bytes(game, batched)
+
+
 def test_tables_upper_lower_by_hand():
     game = _dominated()
     ids = _ids(game)

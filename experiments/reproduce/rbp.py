@@ -291,7 +291,9 @@ def run_fig2(ctx: Context) -> str:
         "Why: the ordering is set by the check interval. A reset (7)/(8) plays the "
         "branch's pure CBR to the opponent's uniform average of past plans, while CFR+'s "
         "linear average weights recent iterations most; checking every iteration resets "
-        "often and stalls CFR+ (the paper calls CFR+ with pruning noisy), so with k = 1 "
+        "often and stalls CFR+ (the paper calls CFR+ with pruning noisy; docs/pruning.md, "
+        "session 22: the same iterates averaged uniformly never jump, nor does CFR with as "
+        "many resets, and neither the floor at 0 nor the discards cause it), so with k = 1 "
         "Interval wins as in the paper, with k = 10 Total does. Interval itself is slower "
         "than plain CFR+ because its modified RM+ keeps negative regrets.",
         f"- Leduc, CFR: the paper has Total about equal to Interval; ours: Interval needs "

@@ -6,10 +6,12 @@
     jaxcfr.pruning.space_fraction(game, res.state)          # stored entries / unpruned
     jaxcfr.pruning.nodes_touched(res.state)                 # cumulative history nodes
     state = jaxcfr.pruning.run_live(solver, game, 10_000)   # Total RBP, live sub-game
+    jaxcfr.pruning.compact_bytes(game, state)               # what a compact copy would hold
 
 See ``jaxcfr/pruning/_solver.py`` for the rules and docs/pruning.md for measurements.
 """
 
+from jaxcfr.pruning._accounting import compact_bytes
 from jaxcfr.pruning._compact import compact_game
 from jaxcfr.pruning._solver import (
     MODES,
@@ -33,6 +35,7 @@ __all__ = [
     "MODES",
     "PrunedState",
     "PruningTables",
+    "compact_bytes",
     "compact_game",
     "dead_infosets",
     "layout",
