@@ -39,25 +39,12 @@ import jax.numpy as jnp
 
 import games_tensor.step as gs
 import jaxcfr
+from experiments.benchmarks.step_bots import GAMES, _first_decision
 from jaxcfr import _sampling as smp
 from jaxcfr.search import _bots, _match
 from jaxcfr.search import _table as tbl
 
-GAMES = {
-    "ld22": ("LD(2,2)", "pst"),
-    "iigs13": ("II-GS(13)", "ist"),
-    "gp4644": ("GP(4,6,4,4)", "pst"),
-}
 PIECES = ("apply", "children", "counts", "table", "oos", "uct", "engine", "fused")
-
-
-def _first_decision(game):
-    s = game.init()
-    for _ in range(game.max_depth):
-        if int(game.current_player(s)) >= 0:
-            return s
-        s = game.apply(s, 0)
-    raise AssertionError("no decision")
 
 
 def _tile(x, batch):

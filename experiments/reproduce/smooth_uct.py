@@ -551,26 +551,20 @@ def sweeps(ctx: Context) -> str:
         "",
     ]
     es = [round(0.4 + 0.1 * k, 1) for k in range(5)]
-    p_nc, _ = _sweep(
-        lambda **hp: jaxcfr.outcome_sampling(alternating=False, **hp),
-        leduc,
-        {"epsilon": es},
-        l_h,
-        5,
-        ctx.key,
-        per_update=2,
-        ckpt=ckpt / "leduc_os_parallel.npz",
-    )
-    a_nc, _ = _sweep(
-        jaxcfr.outcome_sampling,
-        leduc,
-        {"epsilon": es},
-        l_h,
-        5,
-        ctx.key,
-        per_update=2,
-        ckpt=ckpt / "leduc_os_alternating.npz",
-    )
+
+    def os_sweep(alternating: bool, name: str):
+        return _sweep(
+            lambda **hp: jaxcfr.outcome_sampling(alternating=alternating, **hp),
+            leduc,
+            {"epsilon": es},
+            l_h,
+            5,
+            ctx.key,
+            per_update=2,
+            ckpt=ckpt / f"leduc_os_{name}.npz",
+        )[0]
+
+    p_nc, a_nc = os_sweep(False, "parallel"), os_sweep(True, "alternating")
     lines += [
         f"**Leduc, outcome sampling ε = 0.4 + 0.1k (k = 0..4)**, 5 seeds × {l_h:,} episodes "
         "(paper: best 0.5 for both):",
