@@ -422,7 +422,7 @@ def run_fig1_ld(ctx: Context) -> str:
             "Paper's headline (Bluff(2,2), chance-sampled CFR): regret gets worse as r "
             "decreases; r = 8 is close to the full game. Ours at LD(1,1), CS-CFR: the regret "
             f"at T {_monotone_in_r(recalls, finals, full_final)}; vanilla CFR: "
-            f"{_monotone_in_r(recalls, vanilla, None)}",
+            f"{_monotone_in_r(recalls, vanilla, None)}.",
         ]
     )
 
@@ -444,11 +444,11 @@ def _monotone_in_r(recalls, finals, full) -> str:
             rises.append(f"r = {a} -> {b} rises {ma:.4g} -> {mb:.4g}{note}")
     text = "decreases as r grows" + ("" if not rises else " except " + "; ".join(rises))
     if full is None:
-        return text + "."
+        return text
     (mf, hf), (ml, hl) = mean_ci95(full), mean_ci95(finals[recalls[-1]])
     close = abs(ml - mf) <= hf + hl if np.isfinite(hf) and np.isfinite(hl) else ml == mf
     verdict = "is" if close else "is NOT"
-    return text + f"; r = {recalls[-1]} {verdict} within the CIs of the full game."
+    return text + f"; r = {recalls[-1]} {verdict} within the CIs of the full game"
 
 
 # ------------------------------------------------------------------ Section 7 / Fig. 2
