@@ -309,7 +309,8 @@ def test_compact_layout(game):
         for p, lv in enumerate(game.meta.infoset_levels)
     ]
     total = sizes[0] + sizes[1]
-    assert index.shape == (total,) and pos.shape == (n_inf, A)
+    assert index.shape == (total,)
+    assert pos.shape == (n_inf, A)
     for p, levels in enumerate(game.meta.infoset_levels):
         for w, (s, e) in zip(widths[p], levels, strict=True):
             assert w == mask[s:e].sum(axis=1).max()
