@@ -46,7 +46,7 @@ BOTS = {
 }
 
 
-def _body_size(hlo: str, rows: int) -> tuple[int, int, int]:
+def loop_body_stats(hlo: str, rows: int) -> tuple[int, int, int]:
     """(fusion kernels, HLO lines inside them, copies of a ``rows``-row array) of the
     largest while-loop body."""
     comps = {
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
             t0 = time.process_time()
             compiled = run.lower(game, state, view, keys[0], jnp.int32(1)).compile()
             comp = time.process_time() - t0
-            kernels, lines, copies = _body_size(compiled.as_text(), game.num_infosets)
+            kernels, lines, copies = loop_body_stats(compiled.as_text(), game.num_infosets)
             cost = {}
             for n in (0, args.iterations):
                 ts = []
