@@ -184,11 +184,14 @@ def run_fig1(ctx: Context) -> str:
             f"{b['Leduc-5'][0]} iterations: {1 / l5[1]:.1f}x (CFR+), {1 / l5[0]:.1f}x (CFR). "
             "The factor is still growing at the end of our budget (see the plot); the "
             "paper's iteration axis is not recovered, so the comparison is of the trend. "
-            "Why it disagrees: the horizon. Leduc-5 prunes deeper than Leduc (Leduc-5 "
+            "Why it disagrees is not established. Leduc-5 prunes deeper than Leduc (Leduc-5 "
             f"C = 0.1 regrets kept {final[('Leduc-5', 'CFR', 0.1, 'split')][0]:.2f} (CFR), "
-            f"{final[('Leduc-5', 'CFR+', 0.1, 'split')][0]:.2f} (CFR+)) and both shares are "
-            "still falling at the end of our budget; the paper's factors come from runs "
-            "far longer than ours (its x axis is not recovered).",
+            f"{final[('Leduc-5', 'CFR+', 0.1, 'split')][0]:.2f} (CFR+)), but the horizon "
+            "alone does not close the gap: the 1e5-iteration Leduc-5 runs of docs/pruning.md "
+            "(C = 0.1, checks every 10 iterations) end at space 0.59 (CFR) and 0.49 (CFR+), "
+            "after rising to 0.86 around 3e3, so the space fraction depends on the check "
+            "interval and is not monotone in the iterations; the paper's 7-10x was not "
+            "reached at any horizon we ran.",
         ]
     )
 
