@@ -395,13 +395,13 @@ def slot_counts(game: Game, paths: Paths) -> jax.Array:
 
 def path_reach(game: Game, paths: Paths, policy) -> jax.Array:
     """Sum over the set's histories of their reach under ``policy`` (chance included):
-    pi(T). 1 for the root. ``policy``: ``[R, A]``, or a function ``infosets [D, M] ->
-    [D, M, A]`` giving only the rows on the paths (O(D M A), not O(R A), per call)."""
+    pi(T). 1 for the root. ``policy``: a function ``infosets [D, M] -> [D, M, A]`` giving
+    only the rows on the paths (O(D M A), not O(R A), per call)."""
     D, M = paths.slot.shape
     node = paths.nodes[:D]  # [D, M]
     player = game.node_player[node]
     inf = jnp.maximum(game.node_infoset[node], 0)
-    pol = policy(inf) if callable(policy) else policy[rows(game, inf)]  # [D, M, A]
+    pol = policy(inf)  # [D, M, A]
     kk = paths.slot
     p_player = jnp.take_along_axis(pol, jnp.minimum(kk, game.num_actions - 1)[..., None], -1)[
         ..., 0
