@@ -157,7 +157,7 @@ def child(
         if chunk % check_every:
             raise ValueError("--chunk must be a multiple of --check-every with +live")
         # the full game stays on the host (numpy): transferred for each check only
-        game = jax.device_get(game)
+        game = jax.tree.map(np.array, game)  # copies: no device buffer kept alive
         gc.collect()
         stats: dict = {}
 

@@ -539,7 +539,7 @@ def run_live(
     stretch's jitted call takes only the live sub-game's arrays (:func:`layout`: the
     kernel's fields of the compact game and the per-history tables) and the compact
     state. The check takes ``game`` and the master state: pass ``game`` as host numpy
-    (``jax.device_get(game)``) to keep the full game off the device between checks
+    (``jax.tree.map(np.array, game)``) to keep the full game off the device between checks
     (it is then transferred for each check), or a device game to keep it resident.
 
     The layout is rebuilt on the host only when it no longer :func:`covers` the pruned
