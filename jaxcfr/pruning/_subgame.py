@@ -402,7 +402,7 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
     regret_update, weight, _ = _BASES[solver.name](hp)
     alternating = hp.get("alternating", True)
 
-    def one(small, extra, c):
+    def one(small, extra, frozen, c):
         t = c["t"] + 1
         masks = [sf.legal_block(small, p) for p in (0, 1)]
 
@@ -425,9 +425,7 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
             iv = bu.infoset_values
             inst = jnp.where(mask, bu.action_values - over_actions(iv, shape), 0.0)
             dtype = c["R"][p].dtype
-            free = sf.plan_block(small, (~pr).astype(dtype), p)
-            live = sf.own_reach_block(small, free, p) > 0  # no pruned own sequence above
-            live_a = over_actions(live, shape)
+            live, live_a = frozen[p]  # no pruned own sequence above (fixed in a stretch)
             upd = mask & live_a & ~pr
             R = c["R"][p]
             c["R"][p] = jnp.where(upd, regret_update(R, inst, t), R).astype(R.dtype)
@@ -455,7 +453,14 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
         return {k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}
 
     def stretch(small: Game, extra: dict, c: dict):
-        return jax.lax.fori_loop(0, length, lambda _, c: one(small, extra, c), c)
+        # the pruned set does not change within a stretch: its live rows once, not per
+        # iteration (the dense solver's free-plan pass, same values)
+        frozen = []
+        for p in (0, 1):
+            free = sf.plan_block(small, (~c["pr"][p]).astype(c["R"][p].dtype), p)
+            live = sf.own_reach_block(small, free, p) > 0
+            frozen.append((live, over_actions(live, c["pr"][p].shape)))
+        return jax.lax.fori_loop(0, length, lambda _, c: one(small, extra, frozen, c), c)
 
     return jax.jit(stretch)
 
