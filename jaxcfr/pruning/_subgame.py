@@ -20,13 +20,16 @@ iterations between checks run on a *sub-game* built on the host from the pruned 
 One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on live,
 unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I) U(I, a)
 at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
-above, recomputed from the state's mask every iteration). A *stretch* (one jitted call)
-gathers the sub-game's rows from the dense state, runs the k - 1 iterations in a
-``lax.scan`` and scatters them back; the check runs the dense solver's update on the full
-game (CBR and the reset (7)/(8) from the one evaluation kernel, as before). The dense
-state stays the master copy (frozen rows are simply not touched), so solver memory does
-not fall; see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I``
-for a dummy).
+above, computed from the state's mask once per stretch: the mask is frozen there). The
+dense master state is host numpy: before a stretch the host gathers the sub-game's rows
+into a compact state (``[A, n_p']`` blocks), one jitted call runs the k - 1 iterations on
+the device, which then holds only the compact state and the live sub-game (the kernel's
+fields of the compact game, every other ``Game`` field ``[0, ...]``, and the per-history
+tables), and the host scatters the rows back. The check runs the dense solver's update on
+the full game and the master state (CBR and the reset (7)/(8) from the one evaluation
+kernel, as before), both transferred for it when the caller keeps the game on the host;
+see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I`` for a
+dummy).
 
 A layout built under the pruned set P stays exact under a later set P' as long as every
 (I, a) of P is still pruned or below a pruned sequence under P' (:func:`covers`: nothing
