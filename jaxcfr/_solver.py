@@ -372,7 +372,7 @@ def current_policy(game: Game, state) -> jax.Array:
     check_game(game)
     regrets = state.regrets
     prediction = getattr(state, "prediction", None)
-    if prediction is not None:
+    if prediction is not None and prediction.shape == regrets.shape:  # [0, A]: unused
         regrets = regrets + prediction
     return regret_matching(
         _full_rows(game, regrets),

@@ -1,5 +1,6 @@
 """Regret-based pruning (jaxcfr.pruning): partial pruning, Interval RBP, Total RBP."""
 
+import dataclasses
 import math
 
 import jax
@@ -297,6 +298,32 @@ def test_compact_bytes_by_hand():
         pruning.compact_bytes(game, batched)
 
 
+def test_unused_tables_not_allocated():
+    """Each mode allocates only the [I, A] tables it reads; the others are [0, A].
+    Bytes by hand on the 3-infoset game (A = 2, float32 / bool / int32 scalars):
+    regrets 24, strategy_sum 24, iteration 4, values_sum 12, pruned 6, bound 24,
+    discarded 6, stored 8, nodes 3 x 4 = 12: 120 common; Total adds plan_sum 24 = 144
+    (before: + prediction, window, window_value 3 x 24 = 216); Interval adds window and
+    window_value 2 x 24 = 168; partial keeps the base's prediction and drops both."""
+    game = _dominated()
+    nbytes = lambda s: sum(np.asarray(x).nbytes for x in s)  # noqa: E731
+    total = jaxcfr.cfr(pruning="total", check_every=1)
+    state = _iterate(total, game, 3)
+    assert nbytes(state) == 144
+    assert pruning.compact_bytes(game, state)["dense"] == 144
+    for name in ("prediction", "window", "window_value"):
+        assert getattr(state, name).shape == (0, 2), name
+    assert state.plan_sum.shape == (3, 2)
+    policy = np.asarray(jaxcfr.current_policy(game, state))  # no prediction: R only
+    assert np.allclose(policy.sum(axis=1), 1.0)
+    interval = _iterate(jaxcfr.cfr_plus(pruning="interval", check_every=1), game, 3)
+    assert nbytes(interval) == 168
+    assert interval.plan_sum.shape == interval.prediction.shape == (0, 2)
+    partial = _iterate(jaxcfr.cfr(pruning="partial"), game, 3)
+    assert nbytes(partial) == 120 + 24
+    assert partial.prediction.shape == (3, 2) and partial.window.shape == (0, 2)
+
+
 def test_tables_upper_lower_by_hand():
     game = _dominated()
     ids = _ids(game)
@@ -372,8 +399,16 @@ def test_live_subgame_gives_the_dense_iterates(base, n, atol, x64):
     solver = getattr(jaxcfr, base)(pruning="total", threshold=0.05, check_every=5)
     dense = _iterate(solver, game, n)
     stats = {}
-    live = pruning.run_live(solver, game, n, stats=stats, shrink=1.1, stable=1000)
+    host = jax.tree.map(np.array, game)  # the full game kept on the host
+    live = pruning.run_live(solver, host, n, stats=stats, shrink=1.1, stable=1000)
     assert int(live.iteration) == n
+    assert isinstance(live.regrets, np.ndarray)  # the master copy is host numpy
+    sub = stats["current"].game  # the device holds only the kernel's fields
+    from jaxcfr.pruning._subgame import _KERNEL_FIELDS
+
+    for f in dataclasses.fields(sub):
+        if f.name not in _KERNEL_FIELDS and f.name != "meta":
+            assert getattr(sub, f.name).shape[0] == 0, f.name
     for name in ("regrets", "strategy_sum", "values_sum", "bound", "plan_sum"):
         np.testing.assert_allclose(
             np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)), atol=atol

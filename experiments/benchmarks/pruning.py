@@ -12,6 +12,15 @@ dense state's bytes, and the exploitability of the average. The unpruned referen
 the plain ``jaxcfr.cfr()`` / ``cfr_plus()`` solver. Ratios are against the unpruned
 solver measured in the same invocation; on a shared machine compare ratios.
 
+Device memory (``--device-bytes``, on by default): ``resident`` = the bytes of every live
+JAX array (``jax.live_arrays()``) right after a timed chunk (unpruned / dense: the game
+and the state; ``+live``: the live sub-game and whatever else is alive, the master state
+and the full game being host numpy); and per jitted call, XLA's own account
+(``compiled.memory_analysis()``): arguments (the arrays it reads: unused game fields are
+dropped) + outputs - aliased + temporaries, for one iteration of the unpruned / dense
+solver, and for ``+live`` for one stretch (k - 1 iterations on the sub-game) and for one
+check (``solver.update`` on the full game and the master state, transferred for it).
+
 ``--from-checkpoint DIR`` starts every pruned configuration from the settled state a
 ``pruning_live --checkpoint-dir DIR`` run saved (same game, base, k and C), and counts
 ``--iterations`` from there (the unpruned reference, whose cost per iteration does not
@@ -22,6 +31,7 @@ depend on its state, starts from zero). ``+live`` runs ``jaxcfr.pruning.run_live
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
@@ -51,6 +61,30 @@ def _parse_game(spec: str):
             low == "true" if low in ("true", "false") else int(value) if value.isdigit() else value
         )
     return name, params
+
+
+def _xla_bytes(fn, *args) -> dict:
+    """XLA's memory account of the jitted ``fn`` on ``args`` (bytes; {} if the backend
+    gives none): arguments, outputs, aliased, temporaries and their sum ``peak``."""
+    m = fn.lower(*args).compile().memory_analysis()
+    if m is None:
+        return {}
+    out = {
+        "args": int(m.argument_size_in_bytes),
+        "out": int(m.output_size_in_bytes),
+        "alias": int(m.alias_size_in_bytes),
+        "temp": int(m.temp_size_in_bytes),
+    }
+    out["peak"] = out["args"] + out["out"] - out["alias"] + out["temp"]
+    return out
+
+
+def _resident() -> int:
+    """Bytes of every live JAX array of the process (after a garbage collection)."""
+    import jax
+
+    gc.collect()
+    return sum(x.nbytes for x in jax.live_arrays())
 
 
 def child(
@@ -122,6 +156,9 @@ def child(
 
         if chunk % check_every:
             raise ValueError("--chunk must be a multiple of --check-every with +live")
+        # the full game stays on the host (numpy): transferred for each check only
+        game = jax.tree.map(np.array, game)  # copies: no device buffer kept alive
+        gc.collect()
         stats: dict = {}
 
         def fn(g, s):  # noqa: F811  (one chunk of the live sub-game schedule)
@@ -153,6 +190,7 @@ def child(
             state = jax.block_until_ready(fn(game, state))
             done += chunk
         now = time.perf_counter()
+        resident = _resident()
         its = (done - last_it) / (now - last_t) if done > last_it else float("nan")
         expl = float(jaxcfr.exploitability(game, jaxcfr.average_policy(game, state)))
         state_bytes = sum(np.asarray(x).nbytes for x in jax.tree.leaves(state))
@@ -170,6 +208,7 @@ def child(
                 "nodes_last": nodes,
                 "state_bytes": state_bytes,
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "resident_bytes": resident,
             }
         )
         if compact:
@@ -187,6 +226,20 @@ def child(
             out["checkpoints"][-1]["shapes"] = len(stats["shapes"])
         print(json.dumps(out["checkpoints"][-1]), file=sys.stderr, flush=True)
         last_t, last_it = time.perf_counter(), done
+    # XLA's memory account of one call of each jitted piece, at the final state
+    if live:
+        from jaxcfr._solver import regret_tolerance
+
+        cur = stats["current"]
+        tol = regret_tolerance(game, game.sf_payoff.dtype)
+        stretch = _subgame._stretch_fn(solver, tol, check_every - 1)
+        out["xla"] = {
+            "stretch": _xla_bytes(stretch, cur.game, cur.extra, _subgame._gather(state, cur)),
+            "check": _xla_bytes(jax.jit(solver.update), game, state),
+        }
+    else:
+        out["xla"] = {"step": _xla_bytes(jax.jit(solver.update), game, state)}
+    out["game_bytes"] = sum(np.asarray(x).nbytes for x in jax.tree.leaves(game))
     return out
 
 
@@ -276,6 +329,30 @@ def main(argv=None):
                 f"{c['its_per_s'] / r['its_per_s']:.2f} | {c['exploitability']:.4g} | "
                 f"{c['space']:.3f} | {c['nodes_last']} | {c['state_bytes'] / 2**20:.1f} | "
                 f"{c['peak_rss_mb']:.0f} | {c['peak_rss_mb'] / r['peak_rss_mb']:.2f} |"
+            )
+    mb = lambda x: f"{x / 2**20:.2f}" if x is not None else "-"  # noqa: E731
+    print(
+        "\nDevice bytes (MB = 2^20 B): resident = live JAX arrays after the last chunk; "
+        "per call = XLA's arguments + outputs - aliased + temporaries "
+        "(step: one iteration; stretch: k - 1 sub-game iterations; check: one full-game "
+        "update)"
+    )
+    print(
+        "| config | resident MB | resident ratio | call | args MB | temp MB | peak MB | "
+        "peak ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, res in results.items():
+        ref = results.get(CONFIGS[name][0], res)
+        r_res = ref["checkpoints"][-1]["resident_bytes"]
+        r_peak = ref["xla"].get("step", {}).get("peak")
+        c = res["checkpoints"][-1]
+        for call, x in res["xla"].items():
+            ratio = f"{x['peak'] / r_peak:.2f}" if x and r_peak else "-"
+            print(
+                f"| {name} | {mb(c['resident_bytes'])} | {c['resident_bytes'] / r_res:.2f} | "
+                f"{call} | {mb(x.get('args'))} | {mb(x.get('temp'))} | {mb(x.get('peak'))} | "
+                f"{ratio} |"
             )
     return 0
 

@@ -18,8 +18,8 @@ live sub-game lays them out) and each set of rows as a bitmask over the I infose
   ``exact``: the rows where ``X`` is non-zero (dropping others changes no iterate);
   ``paper``: none (the paper takes the CBR against the stored average, i.e. ``S``);
 * pruned entries: int32 index + the bound of (9); discarded entries: int32 index;
-* not stored: ``prediction``, ``window``, ``window_value`` (zero under Total RBP with
-  CFR / CFR+), which the dense state carries.
+* not stored: ``prediction``, ``window``, ``window_value`` (unused under Total RBP with
+  CFR / CFR+; the dense state allocates them as ``[0, A]`` placeholders since session 23).
 
 ``paper_legal`` stores only legal entries (the kept rows' legal entries in order; the
 offsets follow from the legal mask, which the game holds) instead of ``A``-wide rows:

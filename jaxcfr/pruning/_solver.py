@@ -103,6 +103,10 @@ class PrunedState(NamedTuple):
     stored: [2] int32 stored regret + average entries of each player.
     nodes_hi, nodes_lo: int32 cumulative nodes touched = hi * 2^20 + lo.
     nodes_last: int32 nodes touched in the last iteration.
+
+    A table a mode never reads is a ``[0, A]`` placeholder (not allocated):
+    ``prediction`` under Interval / Total RBP, ``window`` and ``window_value`` outside
+    Interval RBP, ``plan_sum`` outside Total RBP.
     """
 
     regrets: jax.Array
@@ -192,6 +196,35 @@ def _modified_plus(regrets, inst, t):
 
 
 # ------------------------------------------------------------------ the factory
+# the [I, A] tables of PrunedState (block name in ``update``, field)
+_BLOCKS = (
+    ("R", "regrets"),
+    ("S", "strategy_sum"),
+    ("P", "prediction"),
+    ("pruned", "pruned"),
+    ("bound", "bound"),
+    ("discarded", "discarded"),
+    ("win", "window"),
+    ("winv", "window_value"),
+    ("X", "plan_sum"),
+)
+
+
+def _used_fields(pruning: str, predictive: bool) -> frozenset:
+    """The ``[I, A]`` fields a mode reads; the others are allocated as ``[0, A]``
+    placeholders: ``prediction`` under Interval / Total RBP (their bases, CFR and CFR+,
+    are not predictive; ``"none"`` / ``"partial"`` keep the base's layout),
+    ``window``, ``window_value`` outside Interval RBP, ``plan_sum`` outside Total RBP."""
+    used = {"regrets", "strategy_sum", "pruned", "bound", "discarded"}
+    if predictive or pruning in ("none", "partial"):  # the base's own layout
+        used.add("prediction")
+    if pruning == "interval":
+        used |= {"window", "window_value"}
+    if pruning == "total":
+        used.add("plan_sum")
+    return frozenset(used)
+
+
 _BASES = {
     # name -> (regret_update, weight, predictive), from the base's hyperparams
     "cfr": lambda hp: (_cfr.regret_sum, _cfr.weight_power(0), False),
@@ -305,18 +338,20 @@ def regret_pruning(
         false = jnp.zeros(shape, bool)
         legal = [jnp.sum(sf.legal_block(game, p), dtype=jnp.int32) * 2 for p in (0, 1)]
         z = jnp.zeros((), jnp.int32)
+        unused = jnp.zeros((0, shape[1]), dtype)  # a field this mode never reads
+        used = _used_fields(pruning, predictive)
         return PrunedState(
             regrets,
             zeros,
-            zeros,
+            cfr_state.prediction if "prediction" in used else unused,
             z,
             jnp.zeros((game.num_infosets,), dtype),
             false,
             zeros,
             false,
-            zeros,
-            zeros,
-            zeros,
+            zeros if "window" in used else unused,
+            zeros if "window_value" in used else unused,
+            zeros if "plan_sum" in used else unused,
             jnp.stack(legal),
             z,
             z,
@@ -502,22 +537,14 @@ def regret_pruning(
         check_keying(game)
         check_state(game, state)
         t = state.iteration + 1
-        names = ("R", "S", "P", "pruned", "bound", "discarded", "win", "winv", "X")
-        fields = (
-            state.regrets,
-            state.strategy_sum,
-            state.prediction,
-            state.pruned,
-            state.bound,
-            state.discarded,
-            state.window,
-            state.window_value,
-            state.plan_sum,
-        )
+        used = _used_fields(pruning, predictive)
+        names = tuple(n for n, f in _BLOCKS if f in used)
         blocks = []
         for p in (0, 1):
             sl = game.player_slice(p)
-            d = {n: x[sl].T for n, x in zip(names, fields, strict=True)}
+            d = {n: getattr(state, f)[sl].T for n, f in _BLOCKS if f in used}
+            if "P" not in d:  # the policy of a non-predictive base ignores it
+                d["P"] = None
             d["V"] = state.values_sum[sl]
             d["stored"] = state.stored[p]
             blocks.append(d)
@@ -529,17 +556,20 @@ def regret_pruning(
         faced = pruning == "total"
         if faced:  # P1 faces P2's current plan
             blocks[1]["X"] = (blocks[1]["X"] + plan1).astype(plan1.dtype)
-        blocks[0], n0 = player_step(game, 0, blocks[0], policy[0], plan0, plan1, blocks[1]["X"], t)
+        blocks[0], n0 = player_step(
+            game, 0, blocks[0], policy[0], plan0, plan1, blocks[1].get("X"), t
+        )
         if alternating:  # P2 faces P1's updated policy
             b0 = blocks[0]
             policy0 = policy_of(game, 0, b0["R"], b0["P"], b0["pruned"])
             plan0 = sf.plan_block(game, policy0, 0)
         if faced:  # P2 faces this plan of P1
             blocks[0]["X"] = (blocks[0]["X"] + plan0).astype(plan0.dtype)
-        blocks[1], n1 = player_step(game, 1, blocks[1], policy[1], plan1, plan0, blocks[0]["X"], t)
-        new = {n: jnp.concatenate([blocks[0][n], blocks[1][n]], axis=1).T for n in names}
-        if not predictive:
-            new["P"] = state.prediction
+        blocks[1], n1 = player_step(
+            game, 1, blocks[1], policy[1], plan1, plan0, blocks[0].get("X"), t
+        )
+        new = {n: getattr(state, f) for n, f in _BLOCKS}  # unused fields pass through
+        new.update({n: jnp.concatenate([blocks[0][n], blocks[1][n]], axis=1).T for n in names})
         nodes = n0 + n1
         hi, lo = _add_nodes(state.nodes_hi, state.nodes_lo, nodes)
         return PrunedState(

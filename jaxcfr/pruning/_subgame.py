@@ -20,13 +20,16 @@ iterations between checks run on a *sub-game* built on the host from the pruned 
 One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on live,
 unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I) U(I, a)
 at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
-above, recomputed from the state's mask every iteration). A *stretch* (one jitted call)
-gathers the sub-game's rows from the dense state, runs the k - 1 iterations in a
-``lax.scan`` and scatters them back; the check runs the dense solver's update on the full
-game (CBR and the reset (7)/(8) from the one evaluation kernel, as before). The dense
-state stays the master copy (frozen rows are simply not touched), so solver memory does
-not fall; see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I``
-for a dummy).
+above, computed from the state's mask once per stretch: the mask is frozen there). The
+dense master state is host numpy: before a stretch the host gathers the sub-game's rows
+into a compact state (``[A, n_p']`` blocks), one jitted call runs the k - 1 iterations on
+the device, which then holds only the compact state and the live sub-game (the kernel's
+fields of the compact game, every other ``Game`` field ``[0, ...]``, and the per-history
+tables), and the host scatters the rows back. The check runs the dense solver's update on
+the full game and the master state (CBR and the reset (7)/(8) from the one evaluation
+kernel, as before), both transferred for it when the caller keeps the game on the host;
+see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I`` for a
+dummy).
 
 A layout built under the pruned set P stays exact under a later set P' as long as every
 (I, a) of P is still pruned or below a pruned sequence under P' (:func:`covers`: nothing
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -61,6 +65,27 @@ from jaxcfr._solver import (
 )
 from jaxcfr.pruning._solver import _BASES, PrunedState
 from jaxcfr.pruning._tables import tables
+
+# the Game fields the stretch's kernel calls read (the sequence-form kernel, non-compact
+# path: legal_block, plan_block, own_reach_block, own_terminal_values, bottom_up); the
+# live sub-game allocates only these on the device (the others are [0, ...])
+_KERNEL_FIELDS = frozenset(
+    (
+        "legal_mask_t",
+        "legal_uniform_t",
+        "sf_payoff",
+        "block_rows",
+        "block_cols",
+        "block_payoff",
+        "parent_local",
+        "level_children",
+        "parent_own",
+        "sf_own0",
+        "sf_own1",
+        "block_row_own",
+        "block_col_own",
+    )
+)
 
 
 def _bucket(n: int) -> int:
@@ -128,7 +153,31 @@ def _children(parent_local, levels, A, target, real):
     return flat.astype(np.int32), tuple(fanouts)
 
 
-def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
+class Shape(NamedTuple):
+    """A compiled layout's shapes (what :func:`layout` pads to; no arrays): per player
+    the level sizes and child fan-outs, the payoff entries, per player the history
+    table length, and the rows."""
+
+    levels: tuple
+    fanout: tuple
+    payoff: int
+    hist: tuple
+    rows: int
+
+
+def shape_of(lay: Layout) -> Shape:
+    """The :class:`Shape` of a layout."""
+    meta = lay.game.meta
+    return Shape(
+        tuple(tuple(e - s for s, e in lv) for lv in meta.infoset_levels),
+        meta.child_fanout,
+        meta.num_sf_terminals,
+        tuple(int(h.shape[0]) for h in lay.extra["hist_row"]),
+        int(lay.rows.size),
+    )
+
+
+def layout(game: Game, pruned, like: Layout | Shape | None = None) -> Layout | None:
     """The live sub-game of ``game`` under the Total RBP mask ``pruned`` ``[I, A]``;
     with ``like``, padded to ``like``'s shapes (levels, fan-outs, payoff entries, so
     no new compile), or ``None`` where the live sub-game does not fit in them."""
@@ -138,8 +187,10 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
     parent = np.asarray(game.parent_seq).astype(np.int64)
     dead = dead_infosets(game, pruned)
     target = None
+    if isinstance(like, Layout):
+        like = shape_of(like)
     if like is not None:
-        target = [[e - s for s, e in lv] for lv in like.game.meta.infoset_levels]
+        target = [list(lv) for lv in like.levels]
     rows, levels_new, sizes, pos = [], ([], []), [], 0
     for p, levels in enumerate(game.meta.infoset_levels):
         count = 0
@@ -176,7 +227,6 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
     # infoset tables; a dummy copies the parent of the row before it (sorted order kept)
     par_new = np.empty(n_new, np.int64)
     legal_new = np.zeros((n_new, A), bool)
-    player_new = np.zeros(n_new, np.int32)
     real_rows = np.nonzero(rows < n_inf)[0]
     par = parent[rows[real_rows]]
     inner = par < n_inf * A
@@ -184,9 +234,8 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         inner, new_id[np.where(inner, par // A, 0)] * A + par % A, empty_new
     )
     legal_new[real_rows] = legal[rows[real_rows]]
-    for p, levs in enumerate(levels_new):
+    for levs in levels_new:
         for s, e in levs:
-            player_new[s:e] = p
             for r in range(s, e):  # a dummy: the previous row's parent, or its first action
                 if rows[r] < n_inf:
                     continue
@@ -207,7 +256,7 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
     n_z = int(keep.sum())
     size = max(16, 1 << max(uniq.size - 1, 0).bit_length())
     if like is not None:
-        size = like.game.meta.num_sf_terminals
+        size = like.payoff
         if size < uniq.size:
             return None
     pad = size - uniq.size
@@ -219,7 +268,7 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
     parent_local = level_parent_positions(par_new, levels_t, A)
     if like is not None and tuple(len(lv) for lv in levels_t) != tuple(len(lv) for lv in target):
         return None
-    fan_target = None if like is None else like.game.meta.child_fanout
+    fan_target = None if like is None else like.fanout
     built = _children(parent_local, levels_t, A, fan_target, rows < n_inf)
     if built is None:
         return None
@@ -268,7 +317,7 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         n_h = int(ok.sum())
         h_size = max(16, 1 << max(n_h - 1, 0).bit_length())
         if like is not None:
-            h_size = like.extra["hist_row"][p].shape[0]
+            h_size = like.hist[p]
             if h_size < n_h:
                 return None
         pad = h_size - n_h
@@ -289,17 +338,18 @@ def layout(game: Game, pruned, like: Layout | None = None) -> Layout | None:
         "upper": tuple(jnp.asarray(x, dtype) for x in extra["upper"]),
     }
     no_i = jnp.zeros((0, 1), jnp.int32)
+    unused = {  # fields the stretch's kernel calls never read: not allocated on the device
+        f.name: jnp.zeros(
+            (0,) + tuple(getattr(game, f.name).shape[1:]), getattr(game, f.name).dtype
+        )
+        for f in dataclasses.fields(game)
+        if f.name != "meta" and f.name not in _KERNEL_FIELDS
+    }
     small = dataclasses.replace(
         game,
-        legal_mask=jnp.asarray(legal_new),
-        legal_uniform=jnp.asarray(uniform, dtype),
+        **unused,
         legal_mask_t=jnp.asarray(np.ascontiguousarray(legal_new.T)),
         legal_uniform_t=jnp.asarray(np.ascontiguousarray(uniform.T), dtype),
-        infoset_player=i32(player_new),
-        parent_seq=i32(par_new),
-        abstract_infoset=i32(np.arange(n_new)),
-        sf_seq0=i32(s0),
-        sf_seq1=i32(s1),
         sf_payoff=jnp.asarray(pay, dtype),
         block_rows=no_i,
         block_cols=no_i,
@@ -344,8 +394,9 @@ def covers(lay: Layout, game: Game, pruned: np.ndarray, dead: np.ndarray | None 
 
 
 def _stretch_fn(solver: Solver, tolerance: float, length: int):
-    """The jitted stretch ``(small, rows, extra, state) -> (state, failed)`` of ``length``
-    iterations (``extra``: :attr:`Layout.extra`)."""
+    """The jitted stretch ``(small, extra, c) -> c`` of ``length`` iterations on the
+    compact state ``c`` (:func:`_gather`; ``extra``: :attr:`Layout.extra`). Its arguments
+    are the live sub-game's device arrays and the compact state only."""
     hp = dict(solver.hyperparams)
     if hp.get("pruning") != "total":
         raise ValueError(
@@ -354,7 +405,7 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
     regret_update, weight, _ = _BASES[solver.name](hp)
     alternating = hp.get("alternating", True)
 
-    def one(small, extra, c):
+    def one(small, extra, frozen, c):
         t = c["t"] + 1
         masks = [sf.legal_block(small, p) for p in (0, 1)]
 
@@ -377,9 +428,7 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
             iv = bu.infoset_values
             inst = jnp.where(mask, bu.action_values - over_actions(iv, shape), 0.0)
             dtype = c["R"][p].dtype
-            free = sf.plan_block(small, (~pr).astype(dtype), p)
-            live = sf.own_reach_block(small, free, p) > 0  # no pruned own sequence above
-            live_a = over_actions(live, shape)
+            live, live_a = frozen[p]  # no pruned own sequence above (fixed in a stretch)
             upd = mask & live_a & ~pr
             R = c["R"][p]
             c["R"][p] = jnp.where(upd, regret_update(R, inst, t), R).astype(R.dtype)
@@ -406,47 +455,76 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
         c["t"] = t
         return {k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}
 
-    def stretch(small: Game, rows: jax.Array, extra: dict, state: PrunedState):
-        rows_c = jnp.minimum(rows, state.regrets.shape[0] - 1)
-        dummy = (rows == state.regrets.shape[0])[:, None]
-
-        def take(x, fill=0):
-            return jnp.where(dummy, fill, x[rows_c])
-
-        blocks = {
-            "R": take(state.regrets),
-            "S": take(state.strategy_sum),
-            "pr": take(state.pruned, False),
-            "B": take(state.bound),
-            "X": take(state.plan_sum),
-        }
-        V = jnp.where(dummy[:, 0], 0.0, state.values_sum[rows_c])
-        c = {k: tuple(v[small.player_slice(p)].T for p in (0, 1)) for k, v in blocks.items()}
-        c["V"] = tuple(V[small.player_slice(p)] for p in (0, 1))
-        c["t"], c["fail"] = state.iteration, jnp.zeros((), bool)
-        c["dec"] = jnp.ones((), state.strategy_sum.dtype)
-        c = jax.lax.fori_loop(0, length, lambda _, c: one(small, extra, c), c)
-
-        def put(full, name):
-            new = jnp.concatenate(c[name], axis=1).T
-            return full.at[rows].set(new.astype(full.dtype), mode="drop")
-
-        dt = state.strategy_sum.dtype
-        return (
-            state._replace(
-                regrets=put(state.regrets, "R"),
-                strategy_sum=put((state.strategy_sum * c["dec"]).astype(dt), "S"),
-                bound=put(state.bound, "B"),
-                plan_sum=put(state.plan_sum, "X"),
-                values_sum=state.values_sum.at[rows].set(
-                    jnp.concatenate(c["V"]).astype(state.values_sum.dtype), mode="drop"
-                ),
-                iteration=c["t"],
-            ),
-            c["fail"],
-        )
+    def stretch(small: Game, extra: dict, c: dict):
+        # the pruned set does not change within a stretch: its live rows once, not per
+        # iteration (the dense solver's free-plan pass, same values)
+        frozen = []
+        for p in (0, 1):
+            free = sf.plan_block(small, (~c["pr"][p]).astype(c["R"][p].dtype), p)
+            live = sf.own_reach_block(small, free, p) > 0
+            frozen.append((live, over_actions(live, c["pr"][p].shape)))
+        return jax.lax.fori_loop(0, length, lambda _, c: one(small, extra, frozen, c), c)
 
     return jax.jit(stretch)
+
+
+# the compact state's blocks: (name, PrunedState field, fill of a dummy row)
+_CARRY = (
+    ("R", "regrets", 0),
+    ("S", "strategy_sum", 0),
+    ("pr", "pruned", False),
+    ("B", "bound", 0),
+    ("X", "plan_sum", 0),
+)
+
+
+def _gather(master: PrunedState, lay: Layout) -> dict:
+    """The compact state of ``lay`` (host numpy): per player ``[A, n_p']`` blocks of
+    the master copy's rows (dummies: zeros / False), ``V`` ``[n_p']``, the iteration
+    ``t``, ``fail`` (False) and the CFR+ decay ``dec`` (1) of the rows outside."""
+    n_inf = master.regrets.shape[0]
+    rows = lay.rows.astype(np.int64)
+    dummy = rows >= n_inf
+    rows_c = np.minimum(rows, n_inf - 1)
+    small = lay.game
+
+    def take(x, fill):
+        out = x[rows_c]
+        out[dummy] = fill
+        return out
+
+    c = {}
+    for name, field, fill in _CARRY:
+        full = take(getattr(master, field), fill)
+        c[name] = tuple(np.ascontiguousarray(full[small.player_slice(p)].T) for p in (0, 1))
+    V = take(master.values_sum, 0)
+    c["V"] = tuple(V[small.player_slice(p)] for p in (0, 1))
+    c["t"] = np.asarray(master.iteration)
+    c["fail"] = np.zeros((), bool)
+    c["dec"] = np.ones((), master.strategy_sum.dtype)
+    return c
+
+
+def _scatter(master: PrunedState, lay: Layout, c: dict) -> PrunedState:
+    """Write the compact state ``c`` back into the host master copy (in place; the
+    rows outside get the CFR+ decay ``dec``); returns it with the new iteration."""
+    n_inf = master.regrets.shape[0]
+    rows = lay.rows.astype(np.int64)
+    real = rows < n_inf
+    ss = master.strategy_sum
+    ss *= np.asarray(c["dec"], ss.dtype)  # one rounding, as the jitted version
+    for name, field, _ in _CARRY:
+        if name == "pr":  # the stretch never changes the pruned set
+            continue
+        new = np.concatenate([np.asarray(x) for x in c[name]], axis=1).T
+        getattr(master, field)[rows[real]] = new[real]
+    master.values_sum[rows[real]] = np.concatenate([np.asarray(x) for x in c["V"]])[real]
+    return master._replace(iteration=np.array(np.asarray(c["t"])))
+
+
+def _to_host(state) -> PrunedState:
+    """A writable numpy copy of every array of ``state`` (the master copy)."""
+    return type(state)(*(np.array(x) for x in state))
 
 
 def run_live(
@@ -461,8 +539,16 @@ def run_live(
 ):
     """``iterations`` Total RBP iterations of ``solver`` on ``game``: the k - 1 between
     checks on the live sub-game (:func:`layout`), each check (iteration t with t % k == 0)
-    by ``solver.update`` on the full game. Returns the dense :class:`PrunedState`, the
-    iterates of the dense solver up to summation order.
+    by ``solver.update`` on the full game. Returns the :class:`PrunedState` as host numpy
+    arrays, the iterates of the dense solver up to summation order.
+
+    Where things live: the dense master state is host numpy, read and written only
+    around the stretches (gather / scatter of the live rows) and at the checks; a
+    stretch's jitted call takes only the live sub-game's arrays (:func:`layout`: the
+    kernel's fields of the compact game and the per-history tables) and the compact
+    state. The check takes ``game`` and the master state: pass ``game`` as host numpy
+    (``jax.tree.map(np.array, game)``) to keep the full game off the device between checks
+    (it is then transferred for each check), or a device game to keep it resident.
 
     The layout is rebuilt on the host only when it no longer :func:`covers` the pruned
     set (a branch ended), when ``shrink`` times the live infosets (or live payoff
@@ -490,7 +576,7 @@ def run_live(
     stats.setdefault("shapes", set())
     if stats.get("game") != game.meta.fingerprint:  # a layout serves one game
         stats["game"], stats["current"], stats["compiled"] = game.meta.fingerprint, None, []
-    state = solver.init(game) if state is None else state
+    state = _to_host(solver.init(game) if state is None else state)
     done = int(state.iteration)
     if done % k:
         raise ValueError(f"run_live starts after a check: iteration {done} % {k} != 0")
@@ -498,7 +584,7 @@ def run_live(
     while done < iterations:
         n = min(k - 1, iterations - done)
         if n:
-            pr = np.asarray(state.pruned)
+            pr = state.pruned
             key = pr.tobytes()
             if key == stats.get("key"):
                 stats["unchanged"] += 1
@@ -517,6 +603,7 @@ def run_live(
                 )
                 stats["stale"] += not rebuild  # reused under a changed pruned set
             if rebuild:
+                stats["current"] = None  # the old sub-game's device arrays go first
                 cur = _build(game, pr, shapes)
                 stats["current"] = cur
                 stats["layouts"] += 1
@@ -524,29 +611,29 @@ def run_live(
                 stats["live_entries"] = cur.live_entries
                 stats["rows"] = cur.rows.size
             fn = _cfr_cache(solver, ("stretch", n), lambda n=n: _stretch_fn(solver, tol, n))
-            state, fail = fn(cur.game, jnp.asarray(cur.rows), cur.extra, state)
-            if bool(fail):
+            c = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur)))
+            if bool(c["fail"]):
                 raise RuntimeError("condition (9) failed between checks")
+            state = _scatter(state, cur, c)
             done += n
         if done < iterations:
-            state = check(game, state)
+            state = _to_host(check(game, state))
             done += 1
     return state
 
 
 def _build(game: Game, pruned: np.ndarray, shapes: list) -> Layout:
-    """The live sub-game under ``pruned`` in an already compiled shape at most 4/3 its
+    """The live sub-game under ``pruned`` in an already compiled shape (``shapes``:
+    :class:`Shape` list) at most 4/3 its
     own rows (2x its payoff list), else in its own shape (one more compile)."""
     own = layout(game, pruned)
-    for like in sorted(shapes, key=lambda lay: lay.rows.size):
-        if 3 * like.rows.size > 4 * own.rows.size or (
-            like.game.meta.num_sf_terminals > 2 * own.game.meta.num_sf_terminals
-        ):
+    for like in sorted(shapes, key=lambda sh: sh.rows):
+        if 3 * like.rows > 4 * own.rows.size or (like.payoff > 2 * own.game.meta.num_sf_terminals):
             continue
         lay = layout(game, pruned, like)
         if lay is not None:
             return lay
-    shapes.append(own)
+    shapes.append(shape_of(own))  # the shape only: no old layout's arrays kept alive
     return own
 
 
