@@ -269,8 +269,8 @@ def test_compact_layout_gives_the_action_major_iterates(x64, monkeypatch, name, 
         cfv = jaxcfr.counterfactual_values(game, policy, 1)
         average = jaxcfr.average_policy(game, state)
         return [
-            state.regrets,
-            state.strategy_sum,
+            jaxcfr.infoset_table(game, state.regrets),
+            jaxcfr.infoset_table(game, state.strategy_sum),
             cfv.values,
             cfv.best_response_values,
             jaxcfr.best_response(game, policy, 0)[0],
