@@ -87,9 +87,10 @@ def _levels(game: Game, player: int):
 
 
 # The compact layout is used where it keeps at most this fraction of the [I, A] slots:
-# II-Goofspiel(6) (0.21) measured faster with it (exploitability 1.5x, CFR within noise,
-# medians up), LD(1,1) (0.54) not (CFR medians down: the update gathers its [I, A] state
-# into the compact blocks and scatters it back every iteration); docs/cfr.md, session 22.
+# II-Goofspiel(6) (0.21) measured faster with it (exploitability 1.5x; CFR 2.0x once the
+# state itself is kept compact, session 23). Not LD(1,1) (0.54): its compact layout does
+# not give the [A, n_p] layout's float64 bits (differences ~1e-16, not yet explained);
+# docs/cfr.md, sessions 22 and 23.
 COMPACT_FRACTION = 0.25
 
 
