@@ -20,6 +20,7 @@ single-process study (``tests/test_multiprocess.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -257,6 +258,15 @@ def run_study(
             )
 
 
+def _upgrade_leaf(game, x: np.ndarray, template) -> np.ndarray:
+    """A checkpoint leaf ``[seeds, I, A]`` written before the CFR state kept the tables
+    of compact-layout games flat -> ``[seeds, P_0 + P_1]`` (the template's layout);
+    anything else unchanged."""
+    if x.ndim == 3 and len(template.shape) == 1 and x.shape[1:] != template.shape:
+        return np.asarray(jax.vmap(functools.partial(jaxcfr.kernel_table, game))(x))
+    return x
+
+
 def _run_locked(
     config, out: Path, game, solvers, resuming: bool, *, progress, after_chunk, echo
 ) -> dict[str, Any]:
@@ -270,7 +280,11 @@ def _run_locked(
         note = None
         if lead:
             runs[a.label], note = store.load_checkpoint(
-                store.checkpoint_path(out, a.slug), a.label, template, config.seeds
+                store.checkpoint_path(out, a.slug),
+                a.label,
+                template,
+                config.seeds,
+                upgrade=functools.partial(_upgrade_leaf, game),
             )
         else:
             runs[a.label] = AlgorithmRun()

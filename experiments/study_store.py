@@ -436,7 +436,7 @@ def _read_verified(path: Path) -> dict[str, np.ndarray]:
 
 
 def load_checkpoint(
-    path: Path, label: str, template, batch: int
+    path: Path, label: str, template, batch: int, upgrade=None
 ) -> tuple[AlgorithmRun, str | None]:
     """The last trustworthy checkpoint of one algorithm, checked against the state's
     shapes ``template``: ``(run, note)``.
@@ -446,7 +446,10 @@ def load_checkpoint(
     recomputed; if that one is damaged too the algorithm restarts from iteration 0.
     ``note`` says what was done (None when the checkpoint was fine or absent). A
     checkpoint that is intact but belongs to another algorithm or state shape is a
-    StudyError (the folder was tampered with; nothing is guessed).
+    StudyError (the folder was tampered with; nothing is guessed). ``upgrade(x, t)``
+    (optional) converts a stored leaf ``x`` of an earlier state layout to the template
+    leaf ``t``'s (returning ``x`` when there is nothing to convert): checkpoints written
+    before the CFR state kept compact-layout games' tables flat hold them ``[I, A]``.
     """
     prev = previous_checkpoint_path(path)
     problems = []
@@ -459,7 +462,7 @@ def load_checkpoint(
             problems.append(f"{candidate} is damaged ({exc})")
             candidate.unlink()
             continue
-        run = _run_from(candidate, data, label, template, batch)
+        run = _run_from(candidate, data, label, template, batch, upgrade)
         note = None
         if problems:
             note = "; ".join(problems) + (
@@ -475,7 +478,9 @@ def load_checkpoint(
     return AlgorithmRun(), note
 
 
-def _run_from(path: Path, data: dict, label: str, template, batch: int) -> AlgorithmRun:
+def _run_from(
+    path: Path, data: dict, label: str, template, batch: int, upgrade=None
+) -> AlgorithmRun:
     hint = f"delete {path} (and {path.with_suffix('.csv')}) to restart this algorithm"
     leaves, treedef = jax.tree.flatten(template)
     if str(data.get("label")) != label or int(data.get("num_leaves", -1)) != len(leaves):
@@ -483,6 +488,8 @@ def _run_from(path: Path, data: dict, label: str, template, batch: int) -> Algor
     state = []
     for i, t in enumerate(leaves):
         x = data[f"leaf_{i}"]
+        if upgrade is not None:
+            x = np.asarray(upgrade(x, t))
         if x.shape != (batch, *t.shape) or x.dtype != t.dtype:
             raise StudyError(
                 f"checkpoint {path}: state leaf {i} is {x.dtype}{list(x.shape)}, "

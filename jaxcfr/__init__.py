@@ -50,6 +50,7 @@ from jaxcfr._guards import BatchTooLargeError, NonFiniteStateError, estimate_run
 from jaxcfr._lp import LPSolution, solve_lp
 from jaxcfr._outcome_sampling import outcome_sampling
 from jaxcfr._runner import RunResult, run
+from jaxcfr._sequence_form import infoset_table, kernel_table
 from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
 from jaxcfr.mcts import MCTSState, smooth_uct, uct
 from jaxcfr.search import Bot, View, ismcts, oos, play, random_bot, root_view, view_of
@@ -81,6 +82,8 @@ __all__ = [
     "external_sampling",
     "ismcts",
     "full_game_regret",
+    "infoset_table",
+    "kernel_table",
     "linear_cfr",
     "make_cfr_solver",
     "nash_conv",

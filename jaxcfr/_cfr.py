@@ -21,7 +21,12 @@ One iteration t (1-based) for update player p, with current profile sigma^t:
 Alternating updates (the default, as in OpenSpiel) update P1 then P2 within an
 iteration, P2 seeing P1's new policy; ``alternating=False`` updates both from the
 same profile. Regret matching is masked to legal actions with a uniform fallback.
-Shapes: regrets, strategy sums and predictions are ``[I, A]``.
+Shapes: regrets, strategy sums and predictions are ``[I, A]``, except on games that
+run the kernel's compact layout (``jaxcfr._sequence_form.uses_compact``, full keying):
+there the state keeps them flat ``[P_0 + P_1]`` (each player's levels, each only as
+wide as its widest infoset), so no update converts them;
+``jaxcfr.infoset_table(game, table)`` gives the ``[I, A]`` view
+(:func:`jaxcfr.average_policy` and :func:`jaxcfr.current_policy` do it themselves).
 """
 
 from __future__ import annotations
@@ -53,7 +58,9 @@ from jaxcfr._solver import (
 class CFRState(NamedTuple):
     """regrets [I, A] cumulative (transformed) regrets; strategy_sum [I, A] weighted sum
     of own-reach * policy; prediction [I, A] last instantaneous regrets (used only by
-    predictive variants, zeros otherwise); iteration int32 scalar (completed iterations)."""
+    predictive variants, zeros otherwise); iteration int32 scalar (completed iterations).
+    The three tables are flat ``[P_0 + P_1]`` on games in the compact layout (module
+    docstring; ``jaxcfr.infoset_table`` gives ``[I, A]``)."""
 
     regrets: jax.Array
     strategy_sum: jax.Array
@@ -133,8 +140,8 @@ def weight_discounted(gamma) -> AveragingWeight:
 # The iteration runs on each player's blocks in the kernel's layout (see
 # ``jaxcfr._sequence_form``): action-major [A, n_p], whose transposes of the [I, A]
 # state XLA turns into bitcasts, or, where ``sf.uses_compact(game)``, the flat compact
-# [P_p] blocks (each level only as wide as its widest infoset), gathered from the
-# [I, A] state once per update and scattered back into it once.
+# [P_p] blocks (each level only as wide as its widest infoset), which the state holds
+# as they are (``[P_0 + P_1]``): no conversion runs per update.
 # Tables keyed by an abstraction (``jaxcfr._abstraction``) hold ``[A, m_p]`` blocks of
 # abstract infosets; ``view`` expands them to the full infosets and sums back.
 def _policy(game, player, regrets, prediction, predictive: bool, view, compact=False):
@@ -205,6 +212,12 @@ def _player_update(
     return tuple(x.astype(regrets.dtype) for x in out)
 
 
+def _compact(game: Game, view) -> bool:
+    """Whether the state of ``game`` is kept in the compact layout: full-keyed tables on
+    a game where ``sf.uses_compact`` (static)."""
+    return not isinstance(view, abst.AbstractView) and sf.uses_compact(game)
+
+
 def make_cfr_solver(
     name: str,
     regret_update: RegretUpdate,
@@ -256,6 +269,8 @@ def make_cfr_solver(
             legal = jnp.concatenate([view.legal(game, p).T for p in (0, 1)])
             regrets = jnp.where(legal, jax.random.uniform(key, shape, dtype) * scale, 0.0)
         zeros = jnp.zeros(shape, dtype)
+        if _compact(game, view):  # the kernel's layout, kept by every update
+            regrets, zeros = sf.kernel_table(game, regrets), sf.kernel_table(game, zeros)
         if isinstance(view, abst.AbstractView):
             rows = game.num_infosets if full_average else 0
             full = jnp.zeros((rows, game.num_actions), dtype)
@@ -265,17 +280,17 @@ def make_cfr_solver(
     def update(game: Game, state: CFRState, key=None) -> CFRState:
         check_game(game)
         view = abst.view(game, keying)
-        check_state(game, state, view.num_rows(game))
+        compact = _compact(game, view)  # the state is in the compact layout
+        size = sf.compact_size(game, 0) + sf.compact_size(game, 1) if compact else None
+        check_state(game, state, view.num_rows(game), size)
         if chance_sampling:
             check_key(key)
             game = _chance_sampling.sampled_game(game, key)
         t = state.iteration + 1
         fields = (state.regrets, state.strategy_sum, state.prediction)
-        # the compact layout (jaxcfr._sequence_form) where it pays, for full-keyed tables
-        compact = not isinstance(view, abst.AbstractView) and sf.uses_compact(game)
-        if compact:  # one gather per table in, one out (zeros on illegal actions)
-            split = [sf.policy_blocks(game, x, True) for x in fields]
-            blocks = [tuple(b[p] for b in split) for p in (0, 1)]
+        if compact:  # the state's flat [P_0 + P_1] tables: each player's slice
+            split = sf.compact_size(game, 0)
+            blocks = [tuple(x[:split] for x in fields), tuple(x[split:] for x in fields)]
         else:
             blocks = [tuple(x[view.rows(game, p)].T for x in fields) for p in (0, 1)]
         full = getattr(state, "full_strategy_sum", None)
@@ -298,7 +313,7 @@ def make_cfr_solver(
             game, policy[1], full_policy[1], plan0, plan1, 1, blocks[1], *pieces
         )
         if compact:
-            new = [sf.block_rows(game, b, True) for b in zip(*blocks, strict=True)]
+            new = [jnp.concatenate(b) for b in zip(*blocks, strict=True)]
         else:
             new = [jnp.concatenate([b0, b1], axis=1).T for b0, b1 in zip(*blocks, strict=True)]
         if not predictive:  # the prediction stays zero: pass it through untouched

@@ -29,6 +29,7 @@ from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
 from jaxcfr._abstraction import SegmentSum
+from jaxcfr._solver import materialized
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +139,10 @@ def sampled_game(game: Game, key: jax.Array) -> Game:
     if lay.cells is not None:
         blocks = lay.cells(util).reshape(blocks.shape)
     # materialized once: fused into the kernel's many reads of the payoffs, XLA:CPU
-    # recomputes the gathers per read (measured 4x slower updates on DRP)
-    payoff, blocks = jax.lax.optimization_barrier((lay.entries(util), blocks))
+    # recomputes the gathers per read (measured 4x slower updates on DRP). An
+    # optimization barrier does not do it (XLA:CPU strips barriers before fusion);
+    # ``materialized`` does (``jaxcfr._solver.materialized``; docs/cfr.md, session 23)
+    payoff = materialized(lay.entries(util))
+    if lay.cells is not None:
+        blocks = materialized(blocks)
     return dataclasses.replace(game, sf_payoff=payoff, block_payoff=blocks)

@@ -48,6 +48,7 @@ import jax.numpy as jnp
 
 from games_tensor import Game
 from jaxcfr._solver import (
+    check_game,
     materialized,
     normalize_rows,
     over_actions,
@@ -86,9 +87,10 @@ def _levels(game: Game, player: int):
 
 
 # The compact layout is used where it keeps at most this fraction of the [I, A] slots:
-# II-Goofspiel(6) (0.21) measured faster with it (exploitability 1.5x, CFR within noise,
-# medians up), LD(1,1) (0.54) not (CFR medians down: the update gathers its [I, A] state
-# into the compact blocks and scatters it back every iteration); docs/cfr.md, session 22.
+# II-Goofspiel(6) (0.21) measured faster with it (exploitability 1.5x; CFR 2.0x once the
+# state itself is kept compact, session 23). Not LD(1,1) (0.54): its compact layout does
+# not give the [A, n_p] layout's float64 bits (differences ~1e-16, not yet explained);
+# docs/cfr.md, sessions 22 and 23.
 COMPACT_FRACTION = 0.25
 
 
@@ -202,6 +204,40 @@ def block_rows(game: Game, blocks, compact: bool = False) -> jax.Array:
         )
         return rows.reshape(game.num_infosets, game.num_actions)
     return jnp.concatenate(blocks, axis=1).T
+
+
+def kernel_table(game: Game, table: jax.Array) -> jax.Array:
+    """One ``[I, A]`` table of a full-width CFR state -> the kernel's layout the solver
+    keeps it in: flat ``[P_0 + P_1]`` (both players' compact blocks, one gather) where
+    :func:`uses_compact`, else ``table`` itself (the ``[A, n_p]`` blocks are its
+    transpose, which XLA turns into a bitcast). Illegal actions are dropped."""
+    check_game(game)
+    shape = (game.num_infosets, game.num_actions)
+    if tuple(table.shape) != shape:
+        raise ValueError(f"table must be [I, A] = {shape} of {game.name}, got {table.shape}")
+    if not uses_compact(game):
+        return table
+    return jnp.concatenate(policy_blocks(game, table, True))
+
+
+def infoset_table(game: Game, table: jax.Array) -> jax.Array:
+    """The public ``[I, A]`` view of one table of a solver state (zero on illegal actions):
+    a flat ``[P_0 + P_1]`` compact table (the kernel's layout, see :func:`kernel_table`)
+    is scattered into ``[I, A]``; any 2-D table (``[I, A]``, or ``[J, A]`` keyed by an
+    abstraction) is returned as it is. One state's table: ``jax.vmap`` it for a batch."""
+    check_game(game)
+    if table.ndim != 1:
+        return table
+    size = None
+    if game.meta.compact_widths is not None:
+        size = compact_size(game, 0) + compact_size(game, 1)
+    if table.shape[0] != size:
+        raise ValueError(
+            f"a 1-D state table must be the kernel's compact layout [P_0 + P_1] = [{size}] "
+            f"of {game.name}, got shape {tuple(table.shape)}"
+        )
+    split = compact_size(game, 0)
+    return block_rows(game, (table[:split], table[split:]), True)
 
 
 def legal_block(game: Game, player: int, compact: bool = False) -> jax.Array:

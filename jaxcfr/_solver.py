@@ -11,7 +11,10 @@ returning a :class:`Solver`, which unpacks as the ``(init, update)`` pair::
 
 State is a NamedTuple of fixed-shape arrays holding at least ``regrets`` [I, A],
 ``strategy_sum`` [I, A] and ``iteration`` (int32 scalar), so
-:func:`average_policy` and :func:`current_policy` work on every solver's state.
+:func:`average_policy` and :func:`current_policy` work on every solver's state. The
+full-width CFR family keeps its tables in the kernel's layout: flat ``[P_0 + P_1]`` on
+games that run the compact layout (``jaxcfr._sequence_form.uses_compact``);
+``jaxcfr.infoset_table(game, table)`` gives the ``[I, A]`` view of one.
 """
 
 from __future__ import annotations
@@ -159,21 +162,26 @@ def check_count(name: str, value, lo: int = 0) -> None:
     raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
 
 
-def check_state(game: Game, state, rows: int | None = None) -> None:
+def check_state(game: Game, state, rows: int | None = None, size: int | None = None) -> None:
     """Raise ``ValueError`` (at trace time) unless the state's tables are ``[I, A]``
     of ``game`` (e.g. a state batched by ``vmap`` passed to an unbatched update);
-    ``rows`` replaces I for tables keyed by an abstraction (``[J, A]``)."""
+    ``rows`` replaces I for tables keyed by an abstraction (``[J, A]``); ``size``
+    expects flat ``[size]`` tables instead (the kernel's compact layout,
+    ``jaxcfr._sequence_form.kernel_table``)."""
     check_game(game)
     if not all(hasattr(state, f) for f in ("regrets", "strategy_sum", "iteration")):
         raise ValueError(
             f"state must be a solver state (from the solver's init), got {type(state).__name__}"
         )
     shape = (game.num_infosets if rows is None else rows, game.num_actions)
+    what = "[I, A]"
+    if size is not None:
+        shape, what = (size,), "the compact [P_0 + P_1] (jaxcfr._sequence_form.kernel_table)"
     for name in ("regrets", "strategy_sum"):
         got = tuple(getattr(state, name).shape)
         if got != shape:
             raise ValueError(
-                f"state.{name} has shape {got}, expected [I, A] = {shape} for {game.name}"
+                f"state.{name} has shape {got}, expected {what} = {shape} for {game.name}"
             )
 
 
@@ -347,7 +355,12 @@ def over_actions(x: jax.Array, shape) -> jax.Array:
 
 
 def _full_rows(game: Game, table: jax.Array) -> jax.Array:
-    """``[I, A]`` rows of a table keyed by the game's abstraction (``[J, A]``)."""
+    """``[I, A]`` rows of a state table: one keyed by the game's abstraction (``[J, A]``)
+    gets its abstract infosets' rows, one in the kernel's compact layout (flat) is
+    scattered into ``[I, A]`` (``jaxcfr._sequence_form.infoset_table``)."""
+    from jaxcfr._sequence_form import infoset_table  # that module imports this one
+
+    table = infoset_table(game, table)
     if table.shape[0] == game.num_infosets:
         return table
     return table[game.abstract_infoset]

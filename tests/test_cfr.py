@@ -269,8 +269,8 @@ def test_compact_layout_gives_the_action_major_iterates(x64, monkeypatch, name, 
         cfv = jaxcfr.counterfactual_values(game, policy, 1)
         average = jaxcfr.average_policy(game, state)
         return [
-            state.regrets,
-            state.strategy_sum,
+            jaxcfr.infoset_table(game, state.regrets),
+            jaxcfr.infoset_table(game, state.strategy_sum),
             cfv.values,
             cfv.best_response_values,
             jaxcfr.best_response(game, policy, 0)[0],
@@ -288,3 +288,36 @@ def test_compact_layout_gives_the_action_major_iterates(x64, monkeypatch, name, 
         results[compact] = jax.jit(lambda g, s: evaluate(g, s))(game, state)  # fresh too
     for full, compact in zip(results[False], results[True], strict=True):
         np.testing.assert_array_equal(np.asarray(compact), np.asarray(full))
+
+
+def test_compact_state_tables_and_old_checkpoint_leaves(monkeypatch):
+    """On a game in the compact layout the CFR state keeps its tables flat: exactly the
+    legal (infoset, action) pairs of each level, padded to the level's width, zero on
+    padding; ``infoset_table`` gives back the ``[I, A]`` table (zeros off the legal
+    pairs), ``kernel_table`` the reverse, and an ``[I, A]`` leaf of an earlier checkpoint
+    is converted on load."""
+    from experiments.convergence import _upgrade_leaf
+    from jaxcfr import _sequence_form as sf
+
+    monkeypatch.setattr(sf, "uses_compact", lambda g: True)
+    game = gt.load("leduc_poker")  # 2 or 3 legal actions of 3: padded levels
+    legal = np.asarray(game.legal_mask)
+    widths = game.meta.compact_widths
+    size = sum(
+        w * (e - s)
+        for p in (0, 1)
+        for w, (s, e) in zip(widths[p], game.meta.infoset_levels[p], strict=True)
+    )
+    state = jaxcfr.cfr_plus().init(game, jax.random.key(0), scale=1.0)
+    assert state.regrets.shape == (size,) and state.strategy_sum.shape == (size,)
+    assert int(np.count_nonzero(np.asarray(state.regrets))) == int(legal.sum())
+    table = np.asarray(jaxcfr.infoset_table(game, state.regrets))
+    assert table.shape == legal.shape
+    assert np.all(table[~legal] == 0) and np.all(table[legal] > 0)
+    back = jaxcfr.kernel_table(game, jnp.asarray(table))
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(state.regrets))
+    old = np.stack([table, 2 * table])  # a checkpoint leaf [seeds, I, A]
+    new = _upgrade_leaf(game, old, jax.ShapeDtypeStruct((size,), old.dtype))
+    np.testing.assert_array_equal(new[1], 2 * np.asarray(state.regrets))
+    with pytest.raises(ValueError, match="compact"):
+        jaxcfr.cfr_plus().update(game, state._replace(regrets=jnp.asarray(table)))

@@ -333,7 +333,8 @@ def regret_pruning(
         """Zero regrets (or uniform in [0, scale) from ``key``), nothing pruned."""
         check_keying(game)
         cfr_state = base.init(game, key, scale=scale)  # the base's regrets and zeros
-        regrets, zeros = cfr_state.regrets, cfr_state.strategy_sum
+        # [I, A] (the base keeps compact-layout games' tables flat; pruning runs [A, n_p])
+        regrets, zeros = (sf.infoset_table(game, x) for x in cfr_state[:2])
         shape, dtype = regrets.shape, regrets.dtype
         false = jnp.zeros(shape, bool)
         legal = [jnp.sum(sf.legal_block(game, p), dtype=jnp.int32) * 2 for p in (0, 1)]
