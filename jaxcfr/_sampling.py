@@ -315,7 +315,15 @@ def read_step(game: StepGame, state, width: int) -> NodeView:
     )
 
 
-def walk(game: Game, tables: NodeTables, step, carry, regrets=None, stacked: bool = False):
+def walk(
+    game: Game,
+    tables: NodeTables,
+    step,
+    carry,
+    regrets=None,
+    stacked: bool = False,
+    loop: bool = False,
+):
     """The fixed-depth trajectory walk from the root, one step per depth (unrolled).
 
     One walk for both forms of a game (the node source): a compiled ``Game`` is walked
@@ -343,6 +351,16 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None, stacked: boo
     then vectorise over depth instead of unrolling it). Used by outcome sampling and
     by the search algorithms (``jaxcfr.search``: OOS, ISMCTS), so every sampled
     trajectory is this one walk.
+
+    ``loop=True`` (compiled form): the deepest levels that are alike
+    (:func:`loop_levels`: same chance flag and width, player nodes in each, terminals
+    above the last) run as one ``lax.while_loop`` that stops once the trajectory, and
+    under ``jax.vmap`` every trajectory of the batch (:func:`batch_all`), has reached
+    a terminal, instead of D unrolled steps that keep running at the terminal
+    (:func:`_walk_loop`). ``d`` is then a traced int32 in those levels, records must
+    be arrays, and ``step`` must leave the carry unchanged at a terminal and give a
+    record there that callers ignore (except for factors of 1): the records of the
+    depths the loop did not run are the last run depth's (a terminal's).
     """
     if is_step(game):
         if tables is not None or regrets is not None:
@@ -357,14 +375,107 @@ def walk(game: Game, tables: NodeTables, step, carry, regrets=None, stacked: boo
         raise ValueError("stacked=True is for step-form games (a compiled game's levels differ)")
     h = jnp.zeros((), jnp.int32)
     records = []
-    for d, kinds in enumerate(level_kinds(game)[: game.meta.max_depth]):
+    levels = level_kinds(game)[: game.meta.max_depth]
+    d0 = loop_levels(game) if loop else len(levels)
+    for d, kinds in enumerate(levels[:d0]):
         policy = regrets is not None and any(kinds.players)
         v = read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
         k, carry, rec = step(d, kinds, v, carry)
         records.append(rec)
         h = jnp.where(v.code == TERMINAL, h, select(v.children, k))
+    if d0 < len(levels):
+        tail, carry, h = _walk_loop(game, tables, step, carry, regrets, h, d0)
+        records += tail
     utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
     return records, carry, utility
+
+
+def loop_levels(game: Game) -> int:
+    """The first depth of the compiled tree's deepest run of alike levels that
+    :func:`walk` (``loop=True``) runs as a while loop; ``max_depth`` when there is none
+    worth it (fewer than two such levels, or no terminal above the last level, so no
+    trajectory could stop early: II-Goofspiel). Alike: the same chance flag and
+    width, player nodes at each (which players and terminals are merged: the steps
+    decide those per node)."""
+    levels = level_kinds(game)[: game.meta.max_depth]
+    D = len(levels)
+    d0 = D
+    while d0 > 0:
+        k = levels[d0 - 1]
+        last = levels[D - 1]
+        if not any(k.players) or (k.chance, k.width) != (last.chance, last.width):
+            break
+        d0 -= 1
+    if D - d0 < 2 or not any(k.terminal for k in levels[d0 : D - 1]):
+        return D
+    return d0
+
+
+@jax.custom_batching.custom_vmap
+def batch_all(flag: jax.Array) -> jax.Array:
+    """``flag`` ([] bool) unchanged; under ``jax.vmap`` (any nesting) the logical and
+    over the batch, unbatched. A while loop over one trajectory's depths conditioned
+    on it runs, under ``vmap``, until every trajectory is done, with an unbatched
+    predicate (a batched one makes JAX select between the old and the new carry of
+    every element in every trip)."""
+    return flag
+
+
+@batch_all.def_vmap
+def _batch_all_rule(axis_size, in_batched, flag):
+    del axis_size
+    return (batch_all(jnp.all(flag, axis=0)) if in_batched[0] else flag), False
+
+
+def _walk_loop(game: Game, tables: NodeTables, step, carry, regrets, h, d0: int):
+    """:func:`walk`'s levels ``d0 .. D - 1`` (alike, :func:`loop_levels`) as a
+    ``lax.while_loop`` from node ``h``: ``(records, carry, h)``. The trip at depth d
+    runs the step at the node there and records it at ``d - d0``; the loop stops after
+    the trip at the last depth or the first trip on which every trajectory
+    (:func:`batch_all`) was at a terminal. A trajectory at a terminal keeps running
+    terminal steps as the unrolled walk does; the depths the loop did not run get the
+    record of the last one run (a terminal's for every trajectory)."""
+    levels = level_kinds(game)[: game.meta.max_depth]
+    D = len(levels)
+    players = tuple(any(k.players[p] for k in levels[d0:]) for p in range(2))
+    last = levels[D - 1]
+    kinds = LevelKinds(last.chance, players, True, last.width)
+    policy = regrets is not None
+
+    def one(d, h, carry):
+        v = read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
+        k, carry, rec = step(d, kinds, v, carry)
+        return v, k, carry, rec
+
+    d_start = jnp.asarray(d0, jnp.int32)
+    shapes = jax.eval_shape(lambda h, c: one(d_start, h, c)[3], h, carry)
+    buf = jax.tree_util.tree_map(lambda x: jnp.zeros((D - d0,) + x.shape, x.dtype), shapes)
+
+    def cond(c):
+        d, _, _, _, done = c
+        return (d < D) & ~batch_all(done)
+
+    def body(c):
+        d, h, carry, buf, _ = c
+        v, k, carry, rec = one(d, h, carry)
+        buf = jax.tree_util.tree_map(
+            lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, d - d0, 0), buf, rec
+        )
+        terminal = v.code == TERMINAL
+        return d + 1, jnp.where(terminal, h, select(v.children, k)), carry, buf, terminal
+
+    d_end, h, carry, buf, _ = jax.lax.while_loop(
+        cond, body, (d_start, h, carry, buf, jnp.zeros((), bool))
+    )
+    e = d_end - 1 - d0  # the last trip's record index (>= 0: the loop runs at least once)
+    last_rec = jax.tree_util.tree_map(
+        lambda b: jax.lax.dynamic_index_in_dim(b, e, 0, keepdims=False), buf
+    )
+    records = [
+        jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j <= e, b[j], r), buf, last_rec)
+        for j in range(D - d0)
+    ]
+    return records, carry, h
 
 
 STEP_WALK = "while"  # step-form depth loop: "while" (stops at the terminal) or "scan"

@@ -423,9 +423,15 @@ def test_aggregate_adds_the_current_infoset_and_its_successors():
 
 @pytest.mark.slow  # 7-16 s each under load, mostly compiling II-GS(4)
 @pytest.mark.parametrize(
-    "make", [lambda: jaxcfr.oos("ist"), lambda: jaxcfr.ismcts("rm")], ids=["oos-ist", "ismcts-rm"]
+    "make,name,params",
+    [
+        (lambda: jaxcfr.oos("ist"), "ii_goofspiel", {"num_cards": 4}),
+        (lambda: jaxcfr.ismcts("rm"), "ii_goofspiel", {"num_cards": 4}),
+        (lambda: jaxcfr.oos("pst"), "liars_dice", {}),  # walk(loop=True): a nested while
+    ],
+    ids=["oos-ist", "ismcts-rm", "oos-pst-ld"],
 )
-def test_vmapped_search_updates_its_tables_in_place(make):
+def test_vmapped_search_updates_its_tables_in_place(make, name, params):
     """The compiled loop body of ``jit(vmap(search))`` holds no copy of an ``[B, R, ...]``
     table. Before ``_table.read_rows`` read rows through ``materialize``, XLA:CPU fused a
     row gather into a consumer ordered after another table's scatter and copied the whole
@@ -433,7 +439,7 @@ def test_vmapped_search_updates_its_tables_in_place(make):
     for 512 OOS searchers on II-GS(6), docs/search.md)."""
     from experiments.benchmarks.search_step import loop_body_stats
 
-    game, bot, B = gt.load("ii_goofspiel", num_cards=4), make(), 2
+    game, bot, B = gt.load(name, **params), make(), 2
     state = jax.vmap(lambda _: bot.init(game))(jnp.arange(B))
     run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), donate_argnums=1)
     keys = jax.random.split(jax.random.key(0), B)
@@ -441,3 +447,43 @@ def test_vmapped_search_updates_its_tables_in_place(make):
     kernels, _, copies = loop_body_stats(hlo, game.num_infosets)
     assert kernels > 0  # the loop body was found
     assert copies == 0
+
+
+@pytest.mark.slow  # 13-14 s each at load 7 (two Leduc walks compiled)
+@pytest.mark.parametrize("batch", [1, 16])
+def test_looped_walk_matches_the_unrolled_walk_and_stops_early(batch):
+    """``walk(loop=True)`` on Leduc (levels 7-10 looped, terminals among them): every
+    trajectory's records up to and including its terminal, its final node (utility)
+    and its sampled slots equal the unrolled walk's, and the loop runs only until
+    every trajectory of the (vmapped) batch has reached its terminal: a step counter
+    carried through ends at max over the batch of (terminal depth + 1), read off the
+    unrolled records, not at D."""
+    game = _game("leduc_poker")
+    D = game.meta.max_depth
+    assert smp.loop_levels(game) < D - 1
+    tables = smp.node_tables(game)
+
+    def run(key, loop):
+        u = smp.uniforms(key, (D,), jnp.float32)
+
+        def step(d, kinds, v, count):
+            k = smp.sample_index(v.row, u[d])
+            return k, count + 1, (v.code, k)
+
+        recs, count, utility = smp.walk(game, tables, step, jnp.int32(0), loop=loop)
+        return jnp.stack([r[0] for r in recs]), jnp.stack([r[1] for r in recs]), count, utility
+
+    keys = jax.random.split(jax.random.key(7), batch)
+    out = {loop: jax.jit(jax.vmap(functools.partial(run, loop=loop)))(keys) for loop in (0, 1)}
+    (code0, k0, count0, u0), (code1, k1, count1, u1) = out[0], out[1]
+    code0, k0, code1, k1 = map(np.asarray, (code0, k0, code1, k1))
+    terminal = code0 == gt.TERMINAL
+    # each trajectory's terminal depth (D: its terminal lies past the walked levels)
+    end = np.where(terminal.any(axis=1), np.argmax(terminal, axis=1), D)
+    for b in range(batch):
+        np.testing.assert_array_equal(code1[b, : end[b] + 1], code0[b, : end[b] + 1])
+        np.testing.assert_array_equal(k1[b, : end[b] + 1], k0[b, : end[b] + 1])
+    np.testing.assert_array_equal(np.asarray(u1), np.asarray(u0))
+    np.testing.assert_array_equal(np.asarray(count0), D)
+    np.testing.assert_array_equal(np.asarray(count1), min(end.max() + 1, D))
+    assert batch > 1 or end.max() + 1 < D  # the single trajectory stopped early

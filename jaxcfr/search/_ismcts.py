@@ -163,7 +163,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         jnp.zeros((game.key_words,) if step_form else (1,), jnp.uint32),
         false,
     )
-    return smp.walk(game, tables, step, carry, stacked=step_form)
+    return smp.walk(game, tables, step, carry, stacked=step_form, loop=not step_form)
 
 
 def _rows(game, records, utility, selection, max_u, R=None):

@@ -210,7 +210,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         start, start, one, false, jnp.asarray(R, jnp.int32), zero, hi0, reached0,
         jnp.ones((), bool), key0, false,
     )  # fmt: skip
-    return smp.walk(game, tables, step, carry, stacked=step_form)
+    return smp.walk(game, tables, step, carry, stacked=step_form, loop=not step_form)
 
 
 def _rows(game, records, carry, utility, i, delta, targeted_game: bool, R=None):
