@@ -172,7 +172,7 @@ def _episode(game: Game, tables, stats, u, z, c, eta, smooth: bool):
         out = (out[0] | (expand & (v.player == 0)), out[1] | (expand & (v.player == 1)))
         # computed once each (same bits): XLA:CPU would otherwise fuse the UCB scores into
         # every element of the [W, W] cdf reduction and the out-of-tree flags of all the
-        # depths above into every later kernel (docs/mcts.md, "Speed")
+        # depths above into every later kernel (docs/mcts.md, "Session 23")
         probs, out = smp.materialize((probs, jnp.stack(out)))
         return probs, (out[0], out[1]), _Pick(update, expand, n, q, q_lo)
 
