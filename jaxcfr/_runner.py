@@ -46,7 +46,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from games_tensor import Game
-from jaxcfr import _guards
+from jaxcfr import _guards, _prng
 from jaxcfr._abstraction import full_game_regret
 from jaxcfr._evaluation import br_values_unchecked
 from jaxcfr._solver import (
@@ -317,7 +317,7 @@ def run(
         def body(carry, _):
             if needs_key:
                 t = carry.iteration
-                carry = s.update(game, carry, jax.random.fold_in(k, t))
+                carry = s.update(game, carry, _prng.fold_in(k, t))  # = jax.random.fold_in
             else:
                 carry = s.update(game, carry)
             return carry, None

@@ -34,6 +34,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from games_tensor.step import StepGame
+from jaxcfr import _prng
 from jaxcfr._solver import regret_matching, regret_tolerance, rounded, sum_actions
 
 
@@ -78,16 +79,21 @@ def uniforms(key: jax.Array, shape: tuple[int, ...], dtype) -> jax.Array:
     counter-based stream ``mix(mix(s0 + n * golden) ^ s1)`` (lowbias32 mixer), n
     the flat index: about 10x cheaper under ``vmap`` on CPU than
     ``jax.random.uniform(key, shape)`` for the few dozen numbers one update needs
-    (docs/mccfr.md). The key fully determines the numbers. The largest value is
+    (docs/mccfr.md). The key fully determines the numbers. The array is computed once
+    (:func:`materialize`), not in each of its consumers' kernels. The largest value is
     ``1 - 2^-23``, so ``u * total`` stays strictly below ``total`` in float32 and
     :func:`sample_index` never runs off the end.
     """
-    return stream_uniforms(stream_seed(key), 0, shape, dtype)
+    return materialize(stream_uniforms(stream_seed(key), 0, shape, dtype))
 
 
 def stream_seed(key: jax.Array) -> jax.Array:
-    """The 64-bit seed (``uint32[2]``) of :func:`uniforms`' counter-based stream."""
-    return jax.random.bits(key, (2,), jnp.uint32)
+    """The 64-bit seed (``uint32[2]``) of :func:`uniforms`' counter-based stream:
+    ``jax.random.bits(key, (2,), uint32)``, computed by :func:`jaxcfr._prng.bits2` (the
+    same bits, Threefry unrolled: no rolled loop of tiny kernels per update on CPU),
+    through :func:`materialize`: otherwise XLA fuses the ~100 ops of the hash (and of the
+    caller's ``fold_in``) into every consumer of every uniform."""
+    return materialize(_prng.bits2(key))
 
 
 def stream_uniforms(seed: jax.Array, start, shape: tuple[int, ...], dtype) -> jax.Array:

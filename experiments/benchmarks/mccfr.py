@@ -29,12 +29,13 @@ import jax.numpy as jnp
 import games_tensor as gt
 import jaxcfr
 from experiments.sizes import format_table
+from jaxcfr import _prng
 
 
 def _chunk_fn(solver, length):
     def chunk(game, state, key):
         def body(st, _):
-            return solver.update(game, st, jax.random.fold_in(key, st.iteration)), None
+            return solver.update(game, st, _prng.fold_in(key, st.iteration)), None
 
         return jax.lax.scan(body, state, None, length=length)[0]
 

@@ -8,11 +8,23 @@ constants for the game), UCT, and outcome sampling (alternating, epsilon 0.5) ti
 interleaved in the same process (best of R). One MCTS update is one episode; one OS
 iteration is two trajectories, so OS is reported in trajectories/s and the ratio is
 cost per episode / cost per trajectory (< 1.5 is the issue's goal at B = 1024).
+
+``--roots A,B [--rounds N]``: A/B of source trees (e.g. a main checkout and a worktree),
+each round one fresh subprocess per tree in turn (working directory the tree, so
+``import jaxcfr`` and the benchmark's chunk come from that tree), timing the same cases
+there in wall-clock AND process CPU time (all threads); prints per tree and solver the
+median and range over rounds and the CPU-time ratio to the first tree. On a machine
+loaded by other jobs the CPU-time rate is the steadier one.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
 
 import jax
 
@@ -66,6 +78,68 @@ def table(game_name, batches, updates, repeats):
     return rows
 
 
+_AB_CODE = r"""
+import sys, time, jax
+import games_tensor as gt
+from experiments.benchmarks.mccfr import _Case
+from experiments.benchmarks.mcts import solvers
+game_name, B, updates, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+game = gt.load(game_name)
+for name, (solver, per_update) in solvers(game_name).items():
+    case = _Case(game, solver, B, max(8, updates // B))
+    wall = cpu = 1e9
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        case.state = jax.block_until_ready(case.compiled(game, case.state, case.keys))
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    n = B * case.length * per_update
+    print(f"AB {name} {n / wall:.0f} {n / cpu:.0f}", flush=True)
+"""
+
+
+def ab(roots, game_name, batch, updates, repeats, rounds):
+    """A/B of source trees (module docstring): rates per tree and solver over rounds."""
+    rates = {}  # (root, solver) -> [(wall, cpu)]
+    for r in range(rounds):
+        for root in roots:
+            with open("/proc/loadavg") as f:
+                load = f.read().split()[0]
+            env = dict(os.environ, PYTHONPATH=root)
+            out = subprocess.run(
+                [sys.executable, "-c", _AB_CODE, game_name, str(batch), str(updates), str(repeats)],
+                capture_output=True,
+                text=True,
+                cwd=root,
+                env=env,
+            )
+            if out.returncode != 0:
+                raise RuntimeError(f"{root}: {out.stderr[-2000:]}")
+            got = re.findall(r"^AB (\S+) (\d+) (\d+)$", out.stdout, re.M)
+            for name, wall, cpu in got:
+                rates.setdefault((root, name), []).append((float(wall), float(cpu)))
+            line = ", ".join(f"{n} {float(w):,.0f}/s wall {float(c):,.0f}/cpu-s" for n, w, c in got)
+            print(f"round {r + 1} {root} (load {load}): {line}", flush=True)
+    rows = []
+    names = sorted({n for _, n in rates}, key=list(solvers(game_name)).index)
+    for name in names:
+        ref = statistics.median(c for _, c in rates[(roots[0], name)])
+        for root in roots:
+            w = [x for x, _ in rates[(root, name)]]
+            c = [x for _, x in rates[(root, name)]]
+            rows.append(
+                [
+                    name,
+                    root,
+                    f"{statistics.median(w):,.0f} ({min(w):,.0f}-{max(w):,.0f})",
+                    f"{statistics.median(c):,.0f} ({min(c):,.0f}-{max(c):,.0f})",
+                    f"{statistics.median(c) / ref:.2f}",
+                ]
+            )
+    header = ["solver", "tree", "wall episodes/s median (range)", "per CPU-s median (range)"]
+    print(f"\n{game_name}, B = {batch}, {rounds} rounds, best of {repeats} per round")
+    print(format_table(header + ["CPU-time rate / first tree"], rows))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
@@ -74,7 +148,14 @@ def main(argv=None):
         "--updates", type=int, default=2**16, help="updates per call, all runs together"
     )
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--roots", help="','-separated source trees: A/B mode (docstring)")
+    parser.add_argument("--rounds", type=int, default=3, help="A/B rounds (with --roots)")
     args = parser.parse_args(argv)
+    if args.roots:
+        for g in args.games:
+            for b in args.batches:
+                ab(args.roots.split(","), g, b, args.updates, args.repeats, args.rounds)
+        return
     rows = []
     for g in args.games:
         rows += table(g, args.batches, args.updates, args.repeats)

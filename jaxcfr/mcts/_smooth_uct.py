@@ -170,7 +170,11 @@ def _episode(game: Game, tables, stats, u, z, c, eta, smooth: bool):
         if kinds.chance:
             probs = jnp.where(v.code == CHANCE, v.row, probs)
         out = (out[0] | (expand & (v.player == 0)), out[1] | (expand & (v.player == 1)))
-        return probs, out, _Pick(update, expand, n, q, q_lo)
+        # computed once each (same bits): XLA:CPU would otherwise fuse the UCB scores into
+        # every element of the [W, W] cdf reduction and the out-of-tree flags of all the
+        # depths above into every later kernel (docs/mcts.md, "Session 23")
+        probs, out = smp.materialize((probs, jnp.stack(out)))
+        return probs, (out[0], out[1]), _Pick(update, expand, n, q, q_lo)
 
     no = jnp.zeros((), bool)
     steps, utility, _ = smp.sample_walk(game, tables, u, choose, carry=(no, no))
