@@ -309,11 +309,13 @@ def test_compact_state_tables_and_old_checkpoint_leaves(monkeypatch):
         for w, (s, e) in zip(widths[p], game.meta.infoset_levels[p], strict=True)
     )
     state = jaxcfr.cfr_plus().init(game, jax.random.key(0), scale=1.0)
-    assert state.regrets.shape == (size,) and state.strategy_sum.shape == (size,)
+    assert state.regrets.shape == (size,)
+    assert state.strategy_sum.shape == (size,)
     assert int(np.count_nonzero(np.asarray(state.regrets))) == int(legal.sum())
     table = np.asarray(jaxcfr.infoset_table(game, state.regrets))
     assert table.shape == legal.shape
-    assert np.all(table[~legal] == 0) and np.all(table[legal] > 0)
+    assert np.all(table[~legal] == 0)
+    assert np.all(table[legal] > 0)
     back = jaxcfr.kernel_table(game, jnp.asarray(table))
     np.testing.assert_array_equal(np.asarray(back), np.asarray(state.regrets))
     old = np.stack([table, 2 * table])  # a checkpoint leaf [seeds, I, A]
