@@ -422,3 +422,23 @@ def test_q_mean_does_not_drift_in_float32():
     assert abs(plain - exact) > 1e-6  # the drift the compensation removes is real here
     assert abs(q + q_lo - exact) < 1e-7
     assert abs(q - exact) <= abs(float(np.spacing(np.float32(exact))))
+
+
+def test_reproduction_curves_record_their_run_time_across_resumes(tmp_path):
+    """The Leduc reproductions resume over sessions: the checkpoint carries the run time
+    of every segment so far, and a checkpoint without it makes the total unknown."""
+    from experiments.reproduce.smooth_uct import curves
+
+    game = gt.load("kuhn_poker")
+    ckpt = tmp_path / "runs.npz"
+    first = curves(jaxcfr.uct(c=2.0), game, 10, 100, 1, ckpt=ckpt)
+    stored = float(np.load(ckpt)["seconds"])
+    assert 0 < stored <= first["recorded_seconds"]
+    assert first["recorded_seconds"] >= first["seconds"]
+    more = curves(jaxcfr.uct(c=2.0), game, 10, 1000, 1, ckpt=ckpt)  # one decade more
+    assert more["episodes"].tolist()[-1] == 1000
+    assert more["recorded_seconds"] >= stored + more["seconds"]
+    old = {k: v for k, v in np.load(ckpt).items() if k != "seconds"}
+    np.savez(ckpt, **old)  # as written before checkpoints stored their run time
+    again = curves(jaxcfr.uct(c=2.0), game, 10, 1000, 1, ckpt=ckpt)
+    assert again["recorded_seconds"] is None

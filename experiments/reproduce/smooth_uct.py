@@ -92,8 +92,11 @@ def curves(
 
     Returns:
       dict with ``episodes`` [E], ``nash_conv`` [B, E] (setting-major: run g * num_seeds
-      + i is seed i of setting g), ``extra`` [B, E] (or None), and ``seconds``
-      (wall-clock of this call's runs).
+      + i is seed i of setting g), ``extra`` [B, E] (or None), ``seconds``
+      (wall-clock of this call's runs) and ``recorded_seconds``: the wall-clock of every
+      segment of these runs so far, summed over the calls that wrote the checkpoint
+      (``None`` when an older checkpoint, written before it stored its run time, was
+      resumed: the total is then unknown).
     """
     import time
 
@@ -108,6 +111,9 @@ def curves(
         state = jax.tree.unflatten(jax.tree.structure(template), [jnp.asarray(x) for x in leaves])
         episodes, nash = list(data["episodes"]), list(data["nash_conv"].T)
         extra = list(data["extra"].T) if "extra" in data else []
+        earlier = float(data["seconds"]) if "seconds" in data else None
+    else:
+        earlier = 0.0
     done = int(episodes[-1]) if episodes else 0
 
     def save(state):
@@ -115,6 +121,8 @@ def curves(
             return
         leaves = {f"leaf{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(state))}
         more = {"extra": np.stack(extra, 1)} if extra else {}
+        if earlier is not None:  # the run time of all segments so far
+            more["seconds"] = np.asarray(earlier + time.perf_counter() - t0)
         tmp = Path(str(ckpt) + ".tmp.npz")
         np.savez(tmp, episodes=np.asarray(episodes), nash_conv=np.stack(nash, 1), **leaves, **more)
         os.replace(tmp, ckpt)
@@ -149,6 +157,7 @@ def curves(
         "nash_conv": np.stack(nash, 1)[:, keep],
         "extra": np.stack(extra, 1)[:, keep] if extra else None,
         "seconds": time.perf_counter() - t0,
+        "recorded_seconds": None if earlier is None else earlier + time.perf_counter() - t0,
     }
 
 
@@ -265,7 +274,8 @@ def kuhn_fig32(ctx: Context) -> str:
         f"(UCT's mean MSE is lowest at {eps[best_u]:,} episodes, {_fmt(u.mean(0)[best_u])}, "
         f"and {'rises' if u.mean(0)[-1] > u.mean(0)[best_u] * 1.05 else 'does not rise'} "
         "after that).",
-        f"Run time of this call: {res['seconds']:.0f} s (checkpointed segments cost nothing).",
+        f"Run time of this call: {res['seconds']:.0f} s (checkpointed segments cost nothing). "
+        + _recorded({"kuhn": res}),
     ]
     return "\n".join(lines) + _cap_note(ctx, 2 * 10**7)
 
@@ -364,6 +374,20 @@ def _seconds(out) -> float:
     return sum({id(v["seconds"]): v["seconds"] for v in out.values()}.values())
 
 
+def _recorded(out) -> str:
+    """The report's line on the run time of all segments of the runs, every call's."""
+    runs = {id(v["seconds"]): v.get("recorded_seconds") for v in out.values()}.values()
+    if any(r is None for r in runs):
+        return (
+            "Run time of all segments of these runs: not recorded (some were resumed from "
+            "checkpoints written before the checkpoints stored their run time)."
+        )
+    return (
+        f"Run time of all segments of these runs (summed over the calls that wrote their "
+        f"checkpoints, processes run one after another or side by side): {sum(runs):.0f} s."
+    )
+
+
 def leduc_fig33(ctx: Context) -> str:
     game = gt.load("leduc_poker")
     seeds = 3 if ctx.quick else 5
@@ -408,7 +432,7 @@ def leduc_fig33(ctx: Context) -> str:
     lines += [
         "",
         f"Run time of this call: {_seconds(out):.0f} s (segments loaded from the "
-        f"checkpoints in `{_leduc_dir(ctx)}` cost nothing).",
+        f"checkpoints in `{_leduc_dir(ctx)}` cost nothing). " + _recorded(out),
     ]
     return "\n".join(lines) + _cap_note(ctx, 10**8)
 
@@ -448,7 +472,7 @@ def leduc_fig34(ctx: Context) -> str:
         "infoset passes that count (a P1 first infoset gets about 1/6 of all episodes: "
         "about 1e8 episodes). Curves identical up to "
         f"{eps[-1]:,} episodes: {'yes' if np.array_equal(g0, g1) else 'no'}.",
-        f"Run time of this call: {_seconds(out):.0f} s.",
+        f"Run time of this call: {_seconds(out):.0f} s. " + _recorded(out),
     ]
     return "\n".join(lines) + _cap_note(ctx, 10**9)
 
