@@ -506,12 +506,15 @@ def _walk_step_form(game: StepGame, step, carry, stacked: bool = False):
     """:func:`walk` on a step-form game: a ``lax.while_loop`` over depth that stops at
     the terminal (trajectories are often much shorter than ``max_depth``: LD(2,2) 29
     steps at most, about 8 on a random playout; under ``vmap`` the loop runs to the
-    longest trajectory of the batch). The loop body handles the terminal too (``step``
-    is called once there, its record kept at the terminal's depth ``e``), and the
-    records of the depths below it are that record; ``step`` must leave the carry
-    unchanged at a terminal (the bots' steps do: every factor is 1 and no flag is set
-    there), as the fixed-length walk assumes too. ``step`` is traced once (the body):
-    the rules, targeting and the table compile once per walk."""
+    longest trajectory of the batch, with an unbatched predicate, :func:`batch_all`, so
+    JAX does not select between old and new carries on every trip; a trajectory at its
+    terminal keeps running terminal steps, as in :func:`_walk_loop`). The loop body
+    handles the terminal too (the record of its first terminal step is kept at the
+    terminal's depth ``e``), and the records of the depths below it are that record;
+    ``step`` must leave the carry unchanged at a terminal (the bots' steps do: every
+    factor is 1 and no flag is set there), as the fixed-length walk assumes too.
+    ``step`` is traced once (the body): the rules, targeting and the table compile once
+    per walk."""
     kinds = level_kinds(game)[0]  # every step-form level is alike
     D, W = game.max_depth, kinds.width
 
@@ -523,24 +526,25 @@ def _walk_step_form(game: StepGame, step, carry, stacked: bool = False):
     buf = jax.tree_util.tree_map(lambda x: jnp.zeros((D,) + x.shape, x.dtype), shapes)
 
     def cond(c):
-        d, _, _, _, done = c
-        return (d < D) & ~done
+        d, _, _, _, done, _ = c
+        return (d < D) & ~batch_all(done)
 
     def body(c):
-        d, state, carry, buf, _ = c
+        d, state, carry, buf, done, e = c
         k, carry, rec = one(d, state, carry)
         buf = jax.tree_util.tree_map(
             lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, d, 0), buf, rec
         )
-        return d + 1, game.apply(state, k), carry, buf, game.is_terminal(state)
+        terminal = game.is_terminal(state)  # apply keeps a terminal state as it is
+        e = jnp.where(terminal & ~done, d, e)
+        return d + 1, game.apply(state, k), carry, buf, done | terminal, e
 
-    false = jnp.zeros((), bool)
-    d_end, state, carry, buf, done = jax.lax.while_loop(
-        cond, body, (jnp.zeros((), jnp.int32), state0, carry, buf, false)
+    false, d0 = jnp.zeros((), bool), jnp.zeros((), jnp.int32)
+    _, state, carry, buf, done, e = jax.lax.while_loop(
+        cond, body, (d0, state0, carry, buf, false, jnp.full((), D - 1, jnp.int32))
     )
     # e: the depth whose record stands for all deeper ones (the terminal's; with no
-    # terminal within D steps every depth has its own record and e is not used)
-    e = jnp.where(done, d_end - 1, D - 1)
+    # terminal within D steps every depth has its own record and e is D - 1)
     last = jax.tree_util.tree_map(
         lambda b: jax.lax.dynamic_index_in_dim(b, e, 0, keepdims=False), buf
     )
