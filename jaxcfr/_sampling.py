@@ -294,6 +294,23 @@ def step_compiler_options() -> dict:
     return {}
 
 
+def sampling_compiler_options() -> dict:
+    """XLA options for jitting a batched trajectory sampler (MCTS): on CPU, no YNN
+    fusions (``xla_cpu_experimental_ynn_fusion_type=""``).
+
+    From about 128 rows on, jaxlib 0.10.2's XLA:CPU hands each per-depth ``[B, W, W]``
+    cdf reduction of :func:`sample_index` to a YNNPACK kernel: ten library calls per
+    Leduc episode that XLA cannot fuse with the producers of ``probs``, and a lane-wise
+    summation order ((p0 + p2) + p1 for W = 3) that differs from XLA's own sequential
+    one, which it uses for smaller batches (the reproductions' 10-20 runs): without
+    YNN a run's bits no longer depend on how many runs share its batch, and Smooth UCT
+    at B = 1024 on Leduc runs about 1.2x faster per CPU-second (docs/mcts.md, "Session
+    24"). Pass as ``jax.jit(..., compiler_options=sampling_compiler_options())``."""
+    if jax.default_backend() == "cpu":
+        return {"xla_cpu_experimental_ynn_fusion_type": ""}
+    return {}
+
+
 def read_step(game: StepGame, state, width: int) -> NodeView:
     """The :class:`NodeView` of a step-form state (see its docstring): ``row`` the
     chance probabilities (chance nodes), the legal mask (player nodes) or ones on the
