@@ -470,3 +470,21 @@ def test_sampling_cdf_sums_in_order_at_any_batch_size():
 
     got = jax.jit(cdf, compiler_options=options)(jnp.asarray(rows))
     np.testing.assert_array_equal(np.asarray(got).view(np.int32), expected.view(np.int32))
+
+
+def test_run_and_benchmark_chunk_compile_with_the_solvers_options():
+    """``jaxcfr.run`` and the benchmarks' chunk pass ``Solver.compiler_options`` to XLA:
+    an option XLA does not know is refused at compile time (ignored options would not)."""
+    import dataclasses
+
+    from experiments.benchmarks.mccfr import _chunk_fn
+
+    game = gt.load("kuhn_poker")
+    bad = (("xla_no_such_option", "1"),)
+    solver = dataclasses.replace(jaxcfr.uct(), compiler_options=bad, cache_key=None)
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        jaxcfr.run(solver, game, 20, 10, num_seeds=2)
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    state = jax.vmap(lambda k: solver.init(game))(keys)
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        _chunk_fn(solver, 2)(game, state, keys)
