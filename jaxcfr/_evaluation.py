@@ -192,9 +192,10 @@ def _prepared_blocks(game: Game, policy):
     ok = _entries_ok(game, policy)
     for p in (0, 1):
         legal = sf.legal_block(game, p, compact)
-        for d in range(len(game.meta.infoset_levels[p])):
-            w = sf.level_block(game, raw[p], p, d, compact)
-            m = sf.level_block(game, legal, p, d, compact)
+        levels = range(len(game.meta.infoset_levels[p])) if compact else [None]
+        for d in levels:  # the whole [A, n_p] block at once, or each compact level
+            w = raw[p] if d is None else sf.level_block(game, raw[p], p, d, True)
+            m = legal if d is None else sf.level_block(game, legal, p, d, True)
             sums = sum_actions(jnp.where(m, w, 0.0), axis=0)
             ok = ok & jnp.all(jnp.abs(sums - 1.0) <= DEFAULT_ATOL)
     return tuple(blocks), compact, ok
