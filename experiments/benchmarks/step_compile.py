@@ -11,7 +11,7 @@ match engine's XLA options (``jaxcfr._sampling.step_compiler_options``):
 * ``apply``: ``game.apply`` (one step of the rules);
 * ``children``: OOS targeting's consistent children (``step_target``: IST in II-GS,
   PST otherwise);
-* ``counts``: ISMCTS's start-history weights (``step_target(..., counts=True)``:
+* ``counts``: ISMCTS's start-history weights (``step_completions``:
   ``num_completions`` of every child);
 * ``table``: one hash-table insert (``jaxcfr.search._table``'s table);
 * ``oos`` / ``uct``: one bot's whole ``search`` (the iterations loop, the walk,
@@ -91,7 +91,7 @@ def _pieces(game, targeting, batch, capacity, wanted):
     if "counts" in wanted:
 
         def counts(s):
-            return tbl.step_target(game, target_i, smp.read_step(game, s, W), W, counts=True)
+            return tbl.step_completions(game, target_i, smp.read_step(game, s, W), W)
 
         out["counts"] = _compile(jax.vmap(counts), states)
     if "table" in wanted:

@@ -105,10 +105,16 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         playout, reached = c.playout, c.reached
         W = kinds.width
         if target is not None:
-            member, counts = tbl.step_target(game, target, v, W, counts=True)
-            reached = reached | member
+            reached = reached | tbl.step_member(game, target, v)
             forced = ~reached
-            masked = jnp.where(v.row > 0, counts, 0.0).astype(dtype)
+            # the counts weigh only forced draws: once every simulation of the batch has
+            # reached its start infoset, skip them (an unbatched cond, a real branch)
+            counts = jax.lax.cond(
+                smp.batch_all(reached),
+                lambda: jnp.zeros((W,), dtype),
+                lambda: tbl.step_completions(game, target, v, W).astype(dtype),
+            )
+            masked = jnp.where(v.row > 0, counts, 0.0)
             forced_row = jnp.where(jnp.sum(masked) > 0, masked, v.row)
         else:
             forced = d < depth

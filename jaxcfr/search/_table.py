@@ -207,29 +207,37 @@ def has_public_consistency(game: StepGame) -> bool:
     return type(game).public_consistent is not StepGame.public_consistent
 
 
-def step_target(game: StepGame, target: StepTarget, v, width: int, counts: bool = False):
-    """``(member [] bool, allowed [width] bool)`` at the step-form walk node ``v``:
-    the node is in the target set, and which child slots stay consistent with it
-    (``StepGame.consistent_children`` / ``public_consistent_children``: by default one
-    ``apply`` and one check per slot, Liar's Dice from the key alone; slots beyond the
-    node's actions or outcomes are meaningless, callers mask them by probability 0).
-
-    ``counts=True`` (infoset targets only): ``allowed`` is instead each child's number
-    of target histories at or below it (``StepGame.num_completions``, float; 0 for the
-    inconsistent ones), the weights of a uniform draw over the target's histories."""
+def step_member(game: StepGame, target: StepTarget, v) -> jax.Array:
+    """[] bool: the step-form walk node ``v`` is in the target set (the target's
+    infoset, or its public state for PST targets)."""
     state = v.state
     raw = game.current_player(state)
     if target.public:
-        member = (raw >= 0) & jnp.all(game.public_state_key(state) == target.key)
-    else:
-        own = game.information_state_key(state, jnp.maximum(target.player, 0))
-        member = (raw == target.player) & jnp.all(own == target.key)
-    if counts:
-        kids = jax.vmap(game.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
-        return member, jax.vmap(game.num_completions, (0, None))(kids, target.key)
+        return (raw >= 0) & jnp.all(game.public_state_key(state) == target.key)
+    own = game.information_state_key(state, jnp.maximum(target.player, 0))
+    return (raw == target.player) & jnp.all(own == target.key)
+
+
+def step_target(game: StepGame, target: StepTarget, v, width: int):
+    """``(member [] bool, allowed [width] bool)`` at the step-form walk node ``v``:
+    the node is in the target set (:func:`step_member`), and which child slots stay
+    consistent with it (``StepGame.consistent_children`` /
+    ``public_consistent_children``: by default one ``apply`` and one check per slot,
+    Liar's Dice from the key alone; slots beyond the node's actions or outcomes are
+    meaningless, callers mask them by probability 0)."""
+    member = step_member(game, target, v)
     if target.public:
-        return member, game.public_consistent_children(state, target.key, width)
-    return member, game.consistent_children(state, target.key, width)
+        return member, game.public_consistent_children(v.state, target.key, width)
+    return member, game.consistent_children(v.state, target.key, width)
+
+
+def step_completions(game: StepGame, target: StepTarget, v, width: int) -> jax.Array:
+    """[width] float: each child slot's number of the (infoset) target's histories at
+    or below it (``StepGame.num_completions``; 0 for the inconsistent ones), the
+    weights of a uniform draw over the target's histories. One ``apply`` and one count
+    per slot."""
+    kids = jax.vmap(game.apply, (None, 0))(v.state, jnp.arange(width, dtype=jnp.int32))
+    return jax.vmap(game.num_completions, (0, None))(kids, target.key)
 
 
 # ---------------------------------------------------------------- target sets
