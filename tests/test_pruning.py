@@ -265,7 +265,12 @@ def _p2_branch_state(solver, game, t0):
 
 @pytest.mark.parametrize(
     "rule,k,end",
-    [("paper", 3, 4), ("worst_case", 3, 3), pytest.param("paper", 1, 4, marks=pytest.mark.slow)],
+    [
+        ("paper", 3, 4),
+        ("worst_case", 3, 3),
+        pytest.param("paper", 1, 4, marks=pytest.mark.slow),
+        pytest.param("eager", 3, 4, marks=pytest.mark.slow),
+    ],
 )
 def test_branch_ends_exactly_when_9_fails(rule, k, end):
     """By hand on the dominated game, from iteration 1 (state :func:`_p2_branch_state`):

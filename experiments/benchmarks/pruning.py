@@ -258,7 +258,7 @@ def main(argv=None):
     ap.add_argument(
         "--check-rule",
         default="worst_case",
-        choices=("worst_case", "paper"),
+        choices=("worst_case", "paper", "eager"),
         help="Total RBP's check rule (jaxcfr.pruning.regret_pruning)",
     )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)

@@ -49,6 +49,9 @@ iterates):
   slack > 0, as before), never ends one early; a branch ends exactly at the iteration
   where (9) fails (the forced check), so branches live as long as the actual growth
   pi_{-i}(I) U(I, a) allows, not k - 1 worst-case iterations less.
+* ``"eager"``: as ``"paper"``, but a check starts every branch for which (5) holds with
+  any slack > 0 (T' >= 0: the k = 1 rule applied at each check; a start with little
+  slack may soon fail (9) and force a check).
 
 Soundness (Theorem 1, both rules): on every iteration t a branch is pruned, (9) held
 after iteration t - 1, i.e. the branch's regret bound t0 CBV(I, a) + sum pi_{-i}(I)
@@ -103,7 +106,7 @@ from jaxcfr._solver import (
 from jaxcfr.pruning._tables import tables
 
 MODES = ("none", "partial", "interval", "total")
-CHECK_RULES = ("worst_case", "paper")
+CHECK_RULES = ("worst_case", "paper", "eager")
 _LO_BITS = 20
 
 
@@ -288,7 +291,7 @@ def regret_pruning(
       threshold: C >= 0, finite: Total RBP discards a pruned branch's average sums when
         its own reach in the average falls to C / sqrt(t) (the paper: 0.01 to 0.1).
       check_every: k >= 1, iterations between checks (1 = every iteration).
-      check_rule: ``"worst_case"`` or ``"paper"`` (module docstring): which branches a
+      check_rule: ``"worst_case"``, ``"paper"`` or ``"eager"`` (module docstring): which branches a
         check starts and ends when k > 1 (Total and Interval RBP; the same for k = 1).
       count_nodes: count nodes touched per iteration (a few gathers over the H
         histories per iteration; off for speed measurements).
@@ -355,10 +358,10 @@ def regret_pruning(
     if check_rule != "worst_case":  # the old hyperparams (and cache keys) unchanged
         hyperparams += (("check_rule", check_rule),)
     k = check_every
-    paper = check_rule == "paper"
-    # iterations of worst-case growth a start needs as slack: k - 1 (worst case) or the
-    # paper's T' >= 1 (k = 1: 0 under both, the every-iteration rule)
-    margin = min(k - 1, 1) if paper else k - 1
+    paper = check_rule in ("paper", "eager")
+    # iterations of worst-case growth a start needs as slack: k - 1 (worst case), the
+    # paper's T' >= 1, or none (eager) (k = 1: 0 under every rule, the every-iteration rule)
+    margin = {"worst_case": k - 1, "paper": min(k - 1, 1), "eager": 0}[check_rule]
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> PrunedState:
         """Zero regrets (or uniform in [0, scale) from ``key``), nothing pruned."""
