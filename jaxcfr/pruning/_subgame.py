@@ -402,6 +402,8 @@ def _stretch_fn(solver: Solver, tolerance: float):
     iteration at which (9) fails for some pruned branch (that iteration is not
     committed: the caller runs it as a forced check of the dense solver, whose reset
     (7)/(8) must come between the two players' steps); ``ran`` iterations were done.
+    Under ``check_rule="worst_case"`` (9) cannot fail between checks: the loop then keeps
+    no copy of the previous carry and a failure is committed (``run_live`` raises).
     Its arguments are the live sub-game's device arrays and the compact state only."""
     hp = dict(solver.hyperparams)
     if hp.get("pruning") != "total":
@@ -410,6 +412,9 @@ def _stretch_fn(solver: Solver, tolerance: float):
         )
     regret_update, weight, _ = _BASES[solver.name](hp)
     alternating = hp.get("alternating", True)
+    # only the paper / eager rules let (9) fail between scheduled checks; the worst-case
+    # rule's stretch keeps no second carry (no select, session 23's memory)
+    stop_early = hp.get("check_rule", "worst_case") != "worst_case"
 
     def one(small, extra, frozen, c):
         t = c["t"] + 1
@@ -473,7 +478,10 @@ def _stretch_fn(solver: Solver, tolerance: float):
         def body(carry):
             i, c, _ = carry
             new = one(small, extra, frozen, c)
-            fail = new["fail"]  # keep the last state at which (9) still held everywhere
+            fail = new["fail"]
+            if not stop_early:  # worst case: (9) cannot fail here (run_live raises if it did)
+                return i + 1, new, fail
+            # keep the last state at which (9) still held everywhere
             c = jax.tree.map(lambda old, nw: jnp.where(fail, old, nw), c, new)
             return i + jnp.where(fail, 0, 1).astype(i.dtype), c, fail
 
@@ -581,7 +589,8 @@ def run_live(
     under. ``stats`` (a dict, also carrying the current layout between calls) collects
     checks, layouts built, ``stale`` (checks that kept a layout built under another
     pruned set), ``forced`` (checks forced by (9) failing between scheduled ones),
-    distinct shapes and the live payoff entries."""
+    distinct shapes and the live payoff entries. Raises ``RuntimeError`` if (9) failed
+    inside a stretch under ``check_rule="worst_case"`` (it cannot, by that rule)."""
     hp = dict(solver.hyperparams)
     k = hp.get("check_every", 1)
     if hp.get("pruning") != "total":
@@ -636,6 +645,8 @@ def run_live(
                 stats["live_entries"] = cur.live_entries
                 stats["rows"] = cur.rows.size
             c, ran = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur), np.int32(n)))
+            if bool(c["fail"]):  # committed only without stop_early
+                raise RuntimeError("condition (9) failed between checks (check_rule='worst_case')")
             state = _scatter(state, cur, c)
             done += int(ran)
             stats["forced"] += int(ran) < n and done < iterations
