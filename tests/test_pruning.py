@@ -193,7 +193,6 @@ def test_reset_7_8_by_hand(plus):
         ("cfr", "total", "worst_case"),
         pytest.param("cfr", "total", "paper", marks=pytest.mark.slow),
         pytest.param("cfr_plus", "total", "worst_case", marks=pytest.mark.slow),
-        pytest.param("cfr_plus", "total", "paper", marks=pytest.mark.slow),
         pytest.param("cfr", "interval", "worst_case", marks=pytest.mark.slow),
         pytest.param("cfr_plus", "interval", "worst_case", marks=pytest.mark.slow),
     ],
