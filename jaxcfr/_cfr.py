@@ -339,6 +339,7 @@ def cfr(
     threshold: float = 0.05,
     check_every: int = 10,
     keying: str = "auto",
+    check_rule: str = "worst_case",
     chance_sampling: bool = False,
     full_average: bool = False,
 ) -> Solver:
@@ -349,7 +350,8 @@ def cfr(
         updates both players from the same profile (simultaneous updates).
       pruning: None, or regret-based pruning ``"partial"``, ``"interval"``, ``"total"``
         (or ``"none"``: counting only), with Total RBP's average threshold C
-        ``threshold`` and ``check_every``; see :func:`jaxcfr.pruning.regret_pruning`.
+        ``threshold``, ``check_every`` and ``check_rule``; see
+        :func:`jaxcfr.pruning.regret_pruning`.
       keying: ``"auto"`` (tables keyed by the game's imperfect-recall abstraction when it
         has one), ``"abstract"`` or ``"full"`` (Lanctot et al. 2012; every factory of
         the family takes it).
@@ -378,7 +380,7 @@ def cfr(
         chance_sampling=chance_sampling,
         full_average=full_average,
     )
-    return _with_pruning(solver, pruning, threshold, check_every)
+    return _with_pruning(solver, pruning, threshold, check_every, check_rule)
 
 
 def cfr_plus(
@@ -387,12 +389,13 @@ def cfr_plus(
     threshold: float = 0.05,
     check_every: int = 10,
     keying: str = "auto",
+    check_rule: str = "worst_case",
     chance_sampling: bool = False,
     full_average: bool = False,
 ) -> Solver:
     """CFR+ (Tammelin 2014): regret-matching+ (regrets floored at 0), alternating
     updates, linear averaging (iteration t weighted by t), as OpenSpiel's CFRPlusSolver.
-    ``pruning``, ``threshold``, ``check_every``: regret-based pruning; ``keying``,
+    ``pruning``, ``threshold``, ``check_every``, ``check_rule``: regret-based pruning; ``keying``,
     ``chance_sampling``, ``full_average``: imperfect-recall options; as in :func:`cfr`."""
     solver = make_cfr_solver(
         "cfr_plus",
@@ -404,17 +407,19 @@ def cfr_plus(
         chance_sampling=chance_sampling,
         full_average=full_average,
     )
-    return _with_pruning(solver, pruning, threshold, check_every)
+    return _with_pruning(solver, pruning, threshold, check_every, check_rule)
 
 
-def _with_pruning(solver: Solver, pruning, threshold, check_every) -> Solver:
+def _with_pruning(solver: Solver, pruning, threshold, check_every, check_rule) -> Solver:
     """``solver`` unchanged without ``pruning``; else its regret-pruning variant."""
     from jaxcfr.pruning import regret_pruning  # the subpackage imports this module
 
     check_number("threshold", threshold, 0.0)
     if pruning is None:
         return solver
-    return regret_pruning(solver, pruning, threshold=threshold, check_every=check_every)
+    return regret_pruning(
+        solver, pruning, threshold=threshold, check_every=check_every, check_rule=check_rule
+    )
 
 
 def linear_cfr(

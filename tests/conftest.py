@@ -14,7 +14,7 @@ SLOW_CASES = {
     "tests/test_evaluation.py::test_ii_goofspiel6_uniform_best_responses",
     "tests/test_evaluation.py::test_vmap_equals_loop",
     "tests/test_evaluation.py::test_lp_value_and_policy_agree[liars_dice]",
-    "tests/test_pruning.py::test_rbp_converges_on_rank_only_leduc[cfr-total]",
+    "tests/test_pruning.py::test_rbp_converges_on_rank_only_leduc[cfr-total-worst_case]",
     "tests/test_step_search.py::test_a_step_form_match_is_determined_by_its_seed",
     "tests/test_cfr.py::test_converges_below_1e_3[die_roll_poker-cfr]",
     "tests/test_cfr.py::test_converges_below_1e_3[die_roll_poker-linear_cfr]",

@@ -188,22 +188,23 @@ def test_reset_7_8_by_hand(plus):
 
 
 @pytest.mark.parametrize(
-    "base,mode",
+    "base,mode,rule",
     [
-        ("cfr", "total"),
-        pytest.param("cfr_plus", "total", marks=pytest.mark.slow),
-        pytest.param("cfr", "interval", marks=pytest.mark.slow),
-        pytest.param("cfr_plus", "interval", marks=pytest.mark.slow),
+        ("cfr", "total", "worst_case"),
+        pytest.param("cfr", "total", "paper", marks=pytest.mark.slow),
+        pytest.param("cfr_plus", "total", "worst_case", marks=pytest.mark.slow),
+        pytest.param("cfr", "interval", "worst_case", marks=pytest.mark.slow),
+        pytest.param("cfr_plus", "interval", "worst_case", marks=pytest.mark.slow),
     ],
 )
-def test_rbp_converges_on_rank_only_leduc(base, mode, x64):
+def test_rbp_converges_on_rank_only_leduc(base, mode, rule, x64):
     """Total / Interval RBP reach the LP value, with exploitability within 2x of the
     unpruned solver at the same iteration (Theorem 1: the same bound), over 3 seeds
-    (random initial regrets)."""
+    (random initial regrets); checks every 10 iterations under either check rule."""
     game = gt.load("leduc_poker", suits=False)
     lp = jaxcfr.solve_lp(game)
     plain = getattr(jaxcfr, base)()
-    solver = getattr(jaxcfr, base)(pruning=mode, threshold=0.01)
+    solver = getattr(jaxcfr, base)(pruning=mode, threshold=0.01, check_rule=rule)
     n = 600
     ref = jaxcfr.run(plain, game, n, n, num_seeds=3, init_scale=1.0)
     res = jaxcfr.run(solver, game, n, n, num_seeds=3, init_scale=1.0)
@@ -238,6 +239,91 @@ def test_total_rbp_converges_on_drp(base, x64):
     assert pruning.space_fraction(game, res.state).max() < 1.0
 
 
+def _p2_branch_state(solver, game, t0):
+    """The dominated game before iteration t0 + 1: P1's (root, Risky) pruned for good
+    (bound -1000, V(root) = 0), P2's (p2, h) pruned with V(p2) = -20, bound -27 (slack 7)."""
+    ids = _ids(game)
+    root, p2 = ids["root"], ids["p2"]
+    s = solver.init(game)
+    regrets = np.zeros((3, 2), np.float32)
+    regrets[root] = (3.0, -5.0)
+    pruned_mask = np.zeros((3, 2), bool)
+    pruned_mask[root, 1] = pruned_mask[p2, 0] = True
+    bound = np.zeros((3, 2), np.float32)
+    bound[root, 1], bound[p2, 0] = -1000.0, -27.0
+    values = np.zeros(3, np.float32)
+    values[p2] = -20.0
+    return s._replace(
+        regrets=regrets,
+        pruned=pruned_mask,
+        bound=bound,
+        values_sum=values,
+        iteration=np.int32(t0),
+    )
+
+
+@pytest.mark.parametrize(
+    "rule,k,end",
+    [
+        ("paper", 3, 4),
+        ("worst_case", 3, 3),
+        pytest.param("paper", 1, 4, marks=pytest.mark.slow),
+        pytest.param("eager", 3, 4, marks=pytest.mark.slow),
+    ],
+)
+def test_branch_ends_exactly_when_9_fails(rule, k, end):
+    """By hand on the dominated game, from iteration 1 (state :func:`_p2_branch_state`):
+    P1 plays Safe (Risky pruned), P2 plays t ((p2, h) pruned), so per iteration P2's
+    v(p2) = +1 and (9)'s left side grows by pi_{-2}(p2) U(p2, h) = 1 x 3 (U(p2, h) = 3,
+    P2's best payoff after h): the slack V(p2) - B = 7 - 2t is 5, 3, 1, -1 after
+    iterations 1-4, so (9) fails at iteration 4. The paper rule keeps the branch through
+    the scheduled check at 3 (k = 3) and ends it at 4 (a forced check), as the k = 1
+    rule does; the worst-case rule ends it at the check at 3 (slack 1 < (k - 1) x
+    m(p2) (U(p2, h) - L(p2)) = 2 x (3 - (-1)) = 8). At the end the reset (7) gives
+    R(p2, h) = 4 CBV(p2, h) - V(p2) = 4 (-1) - (-16) = 12 (the opponent's faced average
+    is Safe), and (5) 4 (-1) < -16 fails: not pruned again. (root, Risky) stays pruned."""
+    game = _dominated()
+    ids = _ids(game)
+    root, p2 = ids["root"], ids["p2"]
+    assert pruning.tables(game).upper[1][:, p2 - game.meta.infosets_per_player[0]][0] == 3.0
+    solver = jaxcfr.cfr(pruning="total", threshold=0.0, check_every=k, check_rule=rule)
+    s = _p2_branch_state(solver, game, 0)
+    step = jax.jit(solver.update)
+    kept = []
+    for _ in range(5):
+        s = step(game, s)
+        kept.append(bool(s.pruned[p2, 0]))
+        assert bool(s.pruned[root, 1])
+        if int(s.iteration) == end:
+            np.testing.assert_allclose(float(s.values_sum[p2]), -20.0 + end, atol=1e-5)
+            np.testing.assert_allclose(float(s.regrets[p2, 0]), -end - (-20.0 + end), atol=1e-5)
+    assert kept == [t < end for t in range(1, 6)]
+
+
+def test_live_stretch_stops_where_9_fails():
+    """``run_live`` under the paper rule (k = 10) on the hand-checked state of
+    :func:`test_branch_ends_exactly_when_9_fails`: the stretch stops before iteration 4,
+    which runs as a forced check on the full game, so the branch ends at 4 and the
+    iterates are the dense solver's."""
+    game = _dominated()
+    p2 = _ids(game)["p2"]
+    solver = jaxcfr.cfr(pruning="total", threshold=0.0, check_every=10, check_rule="paper")
+    start = _p2_branch_state(solver, game, 0)
+    dense = _iterate(solver, game, 3, start)
+    assert bool(dense.pruned[p2, 0])
+    dense = _iterate(solver, game, 1, dense)
+    assert not bool(dense.pruned[p2, 0])
+    stats = {}
+    live = pruning.run_live(solver, game, 4, start, stats=stats)
+    assert stats["forced"] == 1
+    assert int(live.iteration) == 4
+    for name in ("regrets", "strategy_sum", "values_sum", "bound", "plan_sum"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)), atol=1e-5
+        )
+    assert np.array_equal(np.asarray(live.pruned), np.asarray(dense.pruned))
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="threshold"):
         jaxcfr.cfr(pruning="total", threshold=-0.1)
@@ -252,6 +338,8 @@ def test_bad_input():
         pruning.regret_pruning(jaxcfr.outcome_sampling(), "partial")
     with pytest.raises(ValueError, match="check_every"):
         jaxcfr.cfr(pruning="total", check_every=0)
+    with pytest.raises(ValueError, match="check_rule"):
+        jaxcfr.cfr(pruning="total", check_rule="sometimes")
     with pytest.raises(ValueError, match="interval"):
         pruning.run_live(jaxcfr.cfr(pruning="interval"), _dominated(), 10)
     total = jaxcfr.cfr(pruning="total")
@@ -388,17 +476,19 @@ def test_pruning_with_abstraction_keying():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("rule", ["worst_case", "paper"])
 @pytest.mark.parametrize("base,n,atol", [("cfr", 200, 1e-8), ("cfr_plus", 40, 1e-8)])
-def test_live_subgame_gives_the_dense_iterates(base, n, atol, x64):
+def test_live_subgame_gives_the_dense_iterates(base, n, atol, rule, x64):
     """Total RBP with the k - 1 iterations between checks on the live sub-game
     (pruning.run_live) gives the dense solver's iterates up to summation order, with
     fewer payoff entries than the full game once branches are pruned, both from rebuilt
     layouts and from layouts kept while the pruned set changed (``shrink=1.1``: rebuilt
     when the live part shrank by 10% or a branch ended). (CFR+ over fewer
     iterations: its regrets sit at the regret-matching noise floor, where summation
-    order flips the policy and differences grow, 1e-8 after ~55 iterations.)"""
+    order flips the policy and differences grow, 1e-8 after ~55 iterations.) Under the
+    paper's check rule the stretches stop where (9) fails and forced checks occur."""
     game = gt.load("leduc_poker", suits=False)
-    solver = getattr(jaxcfr, base)(pruning="total", threshold=0.05, check_every=5)
+    solver = getattr(jaxcfr, base)(pruning="total", threshold=0.05, check_every=5, check_rule=rule)
     dense = _iterate(solver, game, n)
     stats = {}
     host = jax.tree.map(np.array, game)  # the full game kept on the host
@@ -422,3 +512,5 @@ def test_live_subgame_gives_the_dense_iterates(base, n, atol, x64):
     assert stats["layouts"] >= 2  # rebuilt at least once after the first layout
     assert stats["layouts"] < stats["checks"]  # and kept across some checks
     assert stats["stale"] > 0
+    if rule == "paper" and base == "cfr":
+        assert stats["forced"] > 0  # stretches stopped where (9) failed

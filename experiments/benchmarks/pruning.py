@@ -95,6 +95,7 @@ def child(
     threshold: float,
     game_name: str,
     checkpoint: str | None = None,
+    check_rule: str = "worst_case",
 ) -> dict:
     import jax
     import numpy as np
@@ -111,14 +112,9 @@ def child(
     if mode is None:
         solver = factory()
     else:
-        solver = pruning.regret_pruning(
-            factory(), mode, threshold=threshold, check_every=check_every, count_nodes=False
-        )
-        counter = jax.jit(
-            pruning.regret_pruning(
-                factory(), mode, threshold=threshold, check_every=check_every
-            ).update
-        )
+        opts = dict(threshold=threshold, check_every=check_every, check_rule=check_rule)
+        solver = pruning.regret_pruning(factory(), mode, count_nodes=False, **opts)
+        counter = jax.jit(pruning.regret_pruning(factory(), mode, **opts).update)
     fn = jax.jit(
         lambda g, s: jax.lax.scan(lambda c, _: (solver.update(g, c), None), s, None, length=chunk)[
             0
@@ -169,7 +165,8 @@ def child(
     if checkpoint and mode is not None:
         from experiments.benchmarks.pruning_live import checkpoint_stem, load
 
-        path = checkpoint_stem(checkpoint, game_name, base, check_every, threshold) + ".npz"
+        stem = checkpoint_stem(checkpoint, game_name, base, check_every, threshold, check_rule)
+        path = stem + ".npz"
         state, offset = load(path, state)
     iterations = [offset + it for it in iterations]
     t0 = time.perf_counter()
@@ -216,6 +213,7 @@ def child(
             out["checkpoints"][-1]["changed_between_checks"] = cache.get("unexpected", 0)
         if live:
             out["checkpoints"][-1]["checks"] = stats["checks"]
+            out["checkpoints"][-1]["forced"] = stats["forced"]
             sub = stats["current"]
             out["checkpoints"][-1]["subgame_bytes"] = sum(
                 np.asarray(x).nbytes for x in jax.tree.leaves((sub.game, sub.extra))
@@ -232,9 +230,10 @@ def child(
 
         cur = stats["current"]
         tol = regret_tolerance(game, game.sf_payoff.dtype)
-        stretch = _subgame._stretch_fn(solver, tol, check_every - 1)
+        stretch = _subgame._stretch_fn(solver, tol)
+        c = _subgame._gather(state, cur)
         out["xla"] = {
-            "stretch": _xla_bytes(stretch, cur.game, cur.extra, _subgame._gather(state, cur)),
+            "stretch": _xla_bytes(stretch, cur.game, cur.extra, c, np.int32(check_every - 1)),
             "check": _xla_bytes(jax.jit(solver.update), game, state),
         }
     else:
@@ -256,6 +255,12 @@ def main(argv=None):
     ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--from-checkpoint", default=None, help="pruning_live checkpoint dir")
+    ap.add_argument(
+        "--check-rule",
+        default="worst_case",
+        choices=("worst_case", "paper", "eager"),
+        help="Total RBP's check rule (jaxcfr.pruning.regret_pruning)",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     iterations = [int(x) for x in args.iterations.split(",")]
@@ -268,6 +273,7 @@ def main(argv=None):
             args.threshold,
             args.game,
             args.from_checkpoint,
+            args.check_rule,
         )
         print(json.dumps(res))
         return 0
@@ -290,6 +296,8 @@ def main(argv=None):
             str(args.threshold),
             "--game",
             args.game,
+            "--check-rule",
+            args.check_rule,
         ]
         if args.from_checkpoint:
             cmd += ["--from-checkpoint", args.from_checkpoint]
@@ -297,7 +305,8 @@ def main(argv=None):
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
     print(
-        f"\n{args.game}: Total RBP (C={args.threshold}, check_every={args.check_every}) "
+        f"\n{args.game}: Total RBP (C={args.threshold}, check_every={args.check_every}, "
+        f"check_rule={args.check_rule}) "
         "vs unpruned, dense kernel; ratios pruned / unpruned"
     )
     print(
@@ -313,7 +322,8 @@ def main(argv=None):
                     f"  {name} at {c['iterations']}: live sub-game {c['rows']} infoset rows "
                     f"(padded) of {res['num_infosets']}, {c['live_entries']} live payoff "
                     f"entries of {res['num_sf_terminals']}; {c['layouts']} layouts built in "
-                    f"{c['checks']} checks, {c['shapes']} distinct shapes (compiles); "
+                    f"{c['checks']} stretches, {c['forced']} forced checks, "
+                    f"{c['shapes']} distinct shapes (compiles); "
                     f"sub-game arrays {c['subgame_bytes'] / 2**20:.1f} MB"
                 )
             elif "live_entries" in c:

@@ -25,9 +25,11 @@ import os
 import time
 
 
-def checkpoint_stem(directory, game, base, k, threshold) -> str:
-    """Path stem of the checkpoint (``.npz``) and log (``.jsonl``) of one run."""
-    return os.path.join(directory, f"{game.replace(':', '_')}-{base}-k{k}-C{threshold}")
+def checkpoint_stem(directory, game, base, k, threshold, rule="worst_case") -> str:
+    """Path stem of the checkpoint (``.npz``) and log (``.jsonl``) of one run (the
+    default check rule keeps the old names)."""
+    tail = "" if rule == "worst_case" else f"-{rule}"
+    return os.path.join(directory, f"{game.replace(':', '_')}-{base}-k{k}-C{threshold}{tail}")
 
 
 def _save(path, state, done):
@@ -69,38 +71,53 @@ def main(argv=None):
     ap.add_argument("--chunk", type=int, default=100, help="iterations per jitted call")
     ap.add_argument("--checkpoint-dir", default=None)
     ap.add_argument("--save-every", type=int, default=1000)
+    ap.add_argument(
+        "--check-rule",
+        default="worst_case",
+        choices=("worst_case", "paper", "eager"),
+        help="Total RBP's check rule (jaxcfr.pruning.regret_pruning)",
+    )
     args = ap.parse_args(argv)
     name, params = _parse_game(args.game)
     game = gt.load(name, **params)
     k = args.check_every
     solver = pruning.regret_pruning(
-        getattr(jaxcfr, args.base)(), "total", threshold=args.threshold, check_every=k
+        getattr(jaxcfr, args.base)(),
+        "total",
+        threshold=args.threshold,
+        check_every=k,
+        check_rule=args.check_rule,
     )
     chunk = max(args.chunk, k)
 
     def body(c, _):
         new = solver.update(game, c)
-        return new, jnp.any(new.pruned != c.pruned)
+        # pruned set changed; a check forced by (9) failing off schedule
+        forced = jnp.any(new.pruned != c.pruned) & (new.iteration % k != 0)
+        return new, (jnp.any(new.pruned != c.pruned), forced)
 
     f = jax.jit(lambda s: jax.lax.scan(body, s, None, length=chunk))
     state, done = solver.init(game), 0
     ckpt = log = None
     if args.checkpoint_dir:
         os.makedirs(args.checkpoint_dir, exist_ok=True)
-        stem = checkpoint_stem(args.checkpoint_dir, args.game, args.base, k, args.threshold)
+        stem = checkpoint_stem(
+            args.checkpoint_dir, args.game, args.base, k, args.threshold, args.check_rule
+        )
         ckpt, log = stem + ".npz", stem + ".jsonl"
         if os.path.exists(ckpt):
             state, done = load(ckpt, state)
             print(f"resumed at {done} iterations from {ckpt}", flush=True)
-    t0, changes, last_save = time.perf_counter(), 0, done
+    t0, changes, forced, last_save = time.perf_counter(), 0, 0, done
     prev_nodes, prev_done = float(pruning.nodes_touched(state)), done
     H = game.meta.num_histories
     for mark in (int(x) for x in args.iterations.split(",")):
         if mark <= done:
             continue
         while done < mark:
-            state, changed = f(state)
+            state, (changed, off) = f(state)
             changes += int(np.asarray(changed).sum())
+            forced += int(np.asarray(off).sum())
             done += chunk
             if ckpt and done - last_save >= args.save_every:
                 _save(ckpt, jax.block_until_ready(state), done)
@@ -126,12 +143,14 @@ def main(argv=None):
                 (nodes - prev_nodes) / (2 * H * (done - prev_done)), 4
             ),
             "iterations_changing_pruned_set": changes,
+            "off_schedule_changes": forced,
+            "check_rule": args.check_rule,
             "exploitability": float(
                 jaxcfr.exploitability(game, jaxcfr.average_policy(game, state))
             ),
             "seconds": round(time.perf_counter() - t0, 1),
         }
-        changes, prev_nodes, prev_done = 0, nodes, done
+        changes, forced, prev_nodes, prev_done = 0, 0, nodes, done
         print(json.dumps(row), flush=True)
         if ckpt:
             _save(ckpt, state, done)

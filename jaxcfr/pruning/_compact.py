@@ -1,8 +1,10 @@
 """Re-compacting the sequence-form payoff list to the live branches (host, Total RBP).
 
-Between two checks of Total RBP (``check_every = k``) the pruned set cannot change: a
-check ends every branch that could fail (9) before the next one and starts branches only
-there. So the k - 1 iterations between checks can run on a copy of the game whose
+Between two checks of Total RBP (``check_every = k``, ``check_rule="worst_case"``) the
+pruned set cannot change: a check ends every branch that could fail (9) before the next
+one and starts branches only there (under ``"paper"`` / ``"eager"`` a branch may end
+between scheduled checks, at a forced check: use ``run_live``, whose stretches stop
+there). So the k - 1 iterations between checks can run on a copy of the game whose
 payoff list keeps only the terminals whose two sequences are both *live* (no pruned
 sequence of their owner on the path, inclusive): a terminal under the opponent's pruned
 branch contributes x_{-i} = 0, and one under one's own pruned branch feeds only frozen

@@ -33,12 +33,34 @@ smallest payoff of i reachable after a at I / from I, D(I, a) the own infosets b
 
 Checks every ``check_every`` = k iterations. The CBR pass (Total) and the made-up
 update (Interval) are dense passes of the one kernel, run under ``lax.cond`` only on
-check iterations (under ``vmap`` a batched ``cond`` runs both sides). So that no branch
-has to end between checks, a check also ends the branches whose slack V(I) - B could be
-used up within k - 1 iterations (B - V grows by at most m(I) (U(I, a) - L(I)) per
-iteration, m(I) the chance mass of I), and starts only branches with at least that
-slack; (9) is still checked every iteration and a failure forces a check. k = 1 is the
-papers' every-iteration rule. Ending early is always sound (pruning is optional).
+check iterations (under ``vmap`` a batched ``cond`` runs both sides). (9) is tested
+every iteration and a failure forces a check at that iteration (the reset (7)/(8) of the
+ended branch and (5) re-tested inside it). Which branches a scheduled check starts and
+ends is ``check_rule`` (k = 1: both rules are the papers' every-iteration rule, same
+iterates):
+
+* ``"worst_case"`` (sessions 20-23): so that no branch has to end between checks, a
+  check also ends the branches whose slack V(I) - B could be used up within k - 1
+  iterations (B - V grows by at most m(I) (U(I, a) - L(I)) per iteration, m(I) the
+  chance mass of I), and starts only branches with at least that slack.
+* ``"paper"`` (ALGORITHMS.md 2.8: (5) starts, (6) gives T' >= 1, (9) keeps): a check
+  starts a branch when (5) holds with T' = floor(slack / (m(I) (U(I, a) - L(I)))) >= 1
+  (slack = V(I) - t CBV(I, a) >= one iteration of worst-case growth; for k = 1 any
+  slack > 0, as before), never ends one early; a branch ends exactly at the iteration
+  where (9) fails (the forced check), so branches live as long as the actual growth
+  pi_{-i}(I) U(I, a) allows, not k - 1 worst-case iterations less.
+* ``"eager"``: as ``"paper"``, but a check starts every branch for which (5) holds with
+  any slack > 0 (T' >= 0: the k = 1 rule applied at each check; a start with little
+  slack may soon fail (9) and force a check).
+
+Soundness (Theorem 1, both rules): on every iteration t a branch is pruned, (9) held
+after iteration t - 1, i.e. the branch's regret bound t0 CBV(I, a) + sum pi_{-i}(I)
+U(I, a) - V(I) <= 0, so regret matching would have given (I, a) probability 0 at t
+anyway, whatever was played below it; a branch is never kept past the iteration where
+(9) fails (the forced check resets it by (7)/(8) at that iteration, before the next
+strategy is computed). Pruning for fewer iterations than (9) allows (the worst-case
+rule's early ends, or T' >= 1 refusing a start) only replaces pruned iterations by
+ordinary CFR iterations, which is always sound.
 Pruned branches are disjoint: a branch that starts absorbs (Total: frees; Interval:
 first settles) the pruned branches below it.
 
@@ -84,6 +106,7 @@ from jaxcfr._solver import (
 from jaxcfr.pruning._tables import tables
 
 MODES = ("none", "partial", "interval", "total")
+CHECK_RULES = ("worst_case", "paper", "eager")
 _LO_BITS = 20
 
 
@@ -254,6 +277,7 @@ def regret_pruning(
     threshold: float = 0.05,
     check_every: int = 10,
     count_nodes: bool = True,
+    check_rule: str = "worst_case",
 ) -> Solver:
     """A CFR-family solver with regret-based pruning (see the module docstring).
 
@@ -267,6 +291,8 @@ def regret_pruning(
       threshold: C >= 0, finite: Total RBP discards a pruned branch's average sums when
         its own reach in the average falls to C / sqrt(t) (the paper: 0.01 to 0.1).
       check_every: k >= 1, iterations between checks (1 = every iteration).
+      check_rule: ``"worst_case"``, ``"paper"`` or ``"eager"`` (module docstring): which branches a
+        check starts and ends when k > 1 (Total and Interval RBP; the same for k = 1).
       count_nodes: count nodes touched per iteration (a few gathers over the H
         histories per iteration; off for speed measurements).
     Returns:
@@ -298,6 +324,8 @@ def regret_pruning(
         raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
     check_every = int(check_every)
     check_bool("count_nodes", count_nodes)
+    if check_rule not in CHECK_RULES:
+        raise ValueError(f"check_rule must be one of {CHECK_RULES}, got {check_rule!r}")
     hp = dict(base.hyperparams)
     keying = hp.get("keying", "auto")
     if keying == "abstract":
@@ -327,7 +355,13 @@ def regret_pruning(
         ("check_every", check_every),
         ("count_nodes", count_nodes),
     )
+    if check_rule != "worst_case":  # the old hyperparams (and cache keys) unchanged
+        hyperparams += (("check_rule", check_rule),)
     k = check_every
+    paper = check_rule in ("paper", "eager")
+    # iterations of worst-case growth a start needs as slack: k - 1 (worst case), the
+    # paper's T' >= 1, or none (eager) (k = 1: 0 under every rule, the every-iteration rule)
+    margin = {"worst_case": k - 1, "paper": min(k - 1, 1), "eager": 0}[check_rule]
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> PrunedState:
         """Zero regrets (or uniform in [0, scale) from ``key``), nothing pruned."""
@@ -425,8 +459,10 @@ def regret_pruning(
         ).astype(dtype)
         V_a = over_actions(b["V"], shape)
         failed = active & (b["bound"] > V_a)
-        soon = active & check & (V_a - b["bound"] < (k - 1) * growth)
-        ended = failed | soon
+        if paper:  # a branch ends exactly when (9) fails
+            ended = failed
+        else:  # also end what worst-case growth could end before the next check
+            ended = failed | (active & check & (V_a - b["bound"] < (k - 1) * growth))
 
         if pruning == "interval":
             frozen = (pr | ~live_a) & mask
@@ -438,7 +474,7 @@ def regret_pruning(
                 & upd
                 & (b["R"] < 0)
                 & (b["R"] < over_actions(r_max, shape))
-                & (-b["R"] >= (k - 1) * growth)
+                & (-b["R"] >= margin * growth)
             )
             below_start = _below(game, p, start)  # = below the top-most starts
             start = start & ~over_actions(below_start, shape)
@@ -500,7 +536,7 @@ def regret_pruning(
             live2 = live | below_end
             cand = mask & over_actions(live2, shape) & ~pr2 & (R <= 0) & (check | region)
             slack = over_actions(V, shape) - tf * cbv_a
-            start = cand & (slack > 0) & (cbv_a < cbv_i) & (slack >= (k - 1) * growth)
+            start = cand & (slack > 0) & (cbv_a < cbv_i) & (slack >= margin * growth)
             below_start = _below(game, p, start)  # = below the top-most starts
             below_start_a = over_actions(below_start, shape)
             start = start & ~below_start_a

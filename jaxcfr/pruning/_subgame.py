@@ -1,9 +1,11 @@
 """Total RBP on a compacted live sub-game between checks (host layout, device stretch).
 
 Brown & Sandholm (2016): a long-pruned branch should cost neither time nor memory. Between
-two checks of Total RBP (``check_every = k``) the pruned set cannot change (a check ends
-every branch that could fail (9) before the next one, ALGORITHMS.md 2.8), so the k - 1
-iterations between checks run on a *sub-game* built on the host from the pruned set:
+two checks of Total RBP (``check_every = k``) the pruned set does not change (starts
+happen only at checks; a branch ends only at a check: a scheduled one, or the one forced
+at the iteration where (9) fails, ALGORITHMS.md 2.8), so the iterations between checks
+run on a *sub-game* built on the host from the pruned set (a stretch stops before an
+iteration where (9) fails, which then runs as a forced check on the full game):
 
 * infosets: every infoset of player p not strictly below a pruned own sequence (the
   opponent's infosets under p's pruned branches stay: their owner still reaches them);
@@ -393,10 +395,16 @@ def covers(lay: Layout, game: Game, pruned: np.ndarray, dead: np.ndarray | None 
     return not gone.any()
 
 
-def _stretch_fn(solver: Solver, tolerance: float, length: int):
-    """The jitted stretch ``(small, extra, c) -> c`` of ``length`` iterations on the
-    compact state ``c`` (:func:`_gather`; ``extra``: :attr:`Layout.extra`). Its arguments
-    are the live sub-game's device arrays and the compact state only."""
+def _stretch_fn(solver: Solver, tolerance: float):
+    """The jitted stretch ``(small, extra, c, n) -> (c, ran)``: up to ``n`` (an int32
+    argument, no recompile per length) iterations on the compact state ``c``
+    (:func:`_gather`; ``extra``: :attr:`Layout.extra`), stopping *before* the first
+    iteration at which (9) fails for some pruned branch (that iteration is not
+    committed: the caller runs it as a forced check of the dense solver, whose reset
+    (7)/(8) must come between the two players' steps); ``ran`` iterations were done.
+    Under ``check_rule="worst_case"`` (9) cannot fail between checks: the loop then keeps
+    no copy of the previous carry and a failure is committed (``run_live`` raises).
+    Its arguments are the live sub-game's device arrays and the compact state only."""
     hp = dict(solver.hyperparams)
     if hp.get("pruning") != "total":
         raise ValueError(
@@ -404,6 +412,9 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
         )
     regret_update, weight, _ = _BASES[solver.name](hp)
     alternating = hp.get("alternating", True)
+    # only the paper / eager rules let (9) fail between scheduled checks; the worst-case
+    # rule's stretch keeps no second carry (no select, session 23's memory)
+    stop_early = hp.get("check_rule", "worst_case") != "worst_case"
 
     def one(small, extra, frozen, c):
         t = c["t"] + 1
@@ -455,7 +466,7 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
         c["t"] = t
         return {k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}
 
-    def stretch(small: Game, extra: dict, c: dict):
+    def stretch(small: Game, extra: dict, c: dict, n):
         # the pruned set does not change within a stretch: its live rows once, not per
         # iteration (the dense solver's free-plan pass, same values)
         frozen = []
@@ -463,7 +474,24 @@ def _stretch_fn(solver: Solver, tolerance: float, length: int):
             free = sf.plan_block(small, (~c["pr"][p]).astype(c["R"][p].dtype), p)
             live = sf.own_reach_block(small, free, p) > 0
             frozen.append((live, over_actions(live, c["pr"][p].shape)))
-        return jax.lax.fori_loop(0, length, lambda _, c: one(small, extra, frozen, c), c)
+
+        def body(carry):
+            i, c, _ = carry
+            new = one(small, extra, frozen, c)
+            fail = new["fail"]
+            if not stop_early:  # worst case: (9) cannot fail here (run_live raises if it did)
+                return i + 1, new, fail
+            # keep the last state at which (9) still held everywhere
+            c = jax.tree.map(lambda old, nw: jnp.where(fail, old, nw), c, new)
+            return i + jnp.where(fail, 0, 1).astype(i.dtype), c, fail
+
+        def cond(carry):
+            i, _, fail = carry
+            return (i < n) & ~fail
+
+        zero = jnp.zeros((), jnp.int32)
+        ran, c, _ = jax.lax.while_loop(cond, body, (zero, c, jnp.zeros((), bool)))
+        return c, ran
 
     return jax.jit(stretch)
 
@@ -537,10 +565,14 @@ def run_live(
     shrink: float = 1.5,
     stable: int = 10,
 ):
-    """``iterations`` Total RBP iterations of ``solver`` on ``game``: the k - 1 between
-    checks on the live sub-game (:func:`layout`), each check (iteration t with t % k == 0)
-    by ``solver.update`` on the full game. Returns the :class:`PrunedState` as host numpy
-    arrays, the iterates of the dense solver up to summation order.
+    """``iterations`` Total RBP iterations of ``solver`` on ``game``: the iterations
+    between checks on the live sub-game (:func:`layout`), each check by
+    ``solver.update`` on the full game: the scheduled ones (iteration t with t % k == 0)
+    and the forced ones, at the first iteration where (9) fails for a pruned branch (the
+    stretch stops before it; under ``check_rule="worst_case"`` that does not happen, the
+    check having ended every branch that could fail before the next one). Returns the
+    :class:`PrunedState` as host numpy arrays, the iterates of the dense solver up to
+    summation order. ``state`` may start at any iteration.
 
     Where things live: the dense master state is host numpy, read and written only
     around the stretches (gather / scatter of the live rows) and at the checks; a
@@ -556,8 +588,9 @@ def run_live(
     unchanged for ``stable`` checks and differs from the one it was built
     under. ``stats`` (a dict, also carrying the current layout between calls) collects
     checks, layouts built, ``stale`` (checks that kept a layout built under another
-    pruned set), distinct shapes and the live payoff entries; raises ``RuntimeError`` if
-    (9) failed between checks (it cannot, by the check rule)."""
+    pruned set), ``forced`` (checks forced by (9) failing between scheduled ones),
+    distinct shapes and the live payoff entries. Raises ``RuntimeError`` if (9) failed
+    inside a stretch under ``check_rule="worst_case"`` (it cannot, by that rule)."""
     hp = dict(solver.hyperparams)
     k = hp.get("check_every", 1)
     if hp.get("pruning") != "total":
@@ -576,13 +609,14 @@ def run_live(
     stats.setdefault("shapes", set())
     if stats.get("game") != game.meta.fingerprint:  # a layout serves one game
         stats["game"], stats["current"], stats["compiled"] = game.meta.fingerprint, None, []
+    stats.setdefault("forced", 0)
     state = _to_host(solver.init(game) if state is None else state)
     done = int(state.iteration)
-    if done % k:
-        raise ValueError(f"run_live starts after a check: iteration {done} % {k} != 0")
     shapes = stats.setdefault("compiled", [])
+    fn = _cfr_cache(solver, "stretch", lambda: _stretch_fn(solver, tol))
     while done < iterations:
-        n = min(k - 1, iterations - done)
+        # up to the iteration before the next scheduled check (t % k == 0)
+        n = min((done // k + 1) * k - 1 - done, iterations - done)
         if n:
             pr = state.pruned
             key = pr.tobytes()
@@ -610,13 +644,13 @@ def run_live(
                 stats["shapes"].add(cur.game.meta.fingerprint)
                 stats["live_entries"] = cur.live_entries
                 stats["rows"] = cur.rows.size
-            fn = _cfr_cache(solver, ("stretch", n), lambda n=n: _stretch_fn(solver, tol, n))
-            c = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur)))
-            if bool(c["fail"]):
-                raise RuntimeError("condition (9) failed between checks")
+            c, ran = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur), np.int32(n)))
+            if bool(c["fail"]):  # committed only without stop_early
+                raise RuntimeError("condition (9) failed between checks (check_rule='worst_case')")
             state = _scatter(state, cur, c)
-            done += n
-        if done < iterations:
+            done += int(ran)
+            stats["forced"] += int(ran) < n and done < iterations
+        if done < iterations:  # the scheduled check, or the forced one where (9) failed
             state = _to_host(check(game, state))
             done += 1
     return state
