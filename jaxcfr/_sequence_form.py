@@ -367,7 +367,11 @@ def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool =
     K = fanout[d - 1]
     if K == 0:
         sums = jax.ops.segment_sum(val, parent_local[start:end], num_segments=W * n_prev)
-        return sums.reshape(W, n_prev)
+        # ``rounded``: XLA rewrites ``g + scatter_add(0, ...)`` into ``scatter_add(g, ...)``,
+        # i.e. (g + c1) + c2 instead of g + (c1 + c2), where the shapes line up without a
+        # reshape (the compact layout's flat levels; LD(1,1) differed by 1 ulp from the
+        # [A, n_p] layout, docs/cfr.md "Session 24"); the select keeps the sum separate.
+        return rounded(sums).reshape(W, n_prev)
     offset = _child_table_offset(game, player, d, compact)
     table = children[offset : offset + K * W * n_prev].reshape(K, W, n_prev)
     return sum(take_near(val, table[k], 0.0) for k in range(K))
