@@ -32,7 +32,15 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr import _sequence_form as sf
-from jaxcfr._solver import check_game, check_number, rounded, tree_sum
+from jaxcfr._solver import (
+    check_game,
+    check_number,
+    materialized,
+    normalize_rows,
+    rounded,
+    sum_actions,
+    tree_sum,
+)
 
 DEFAULT_ATOL = 1e-5
 
@@ -155,11 +163,64 @@ class CounterfactualValues(NamedTuple):
     best_response_infoset_values: jax.Array
 
 
-def _player_passes(game: Game, policy: jax.Array, player: int, combines):
-    """Bottom-up passes of ``player`` (one per combine) against the profile ``policy``,
-    in the kernel's layout (compact where :func:`jaxcfr._sequence_form.uses_compact`)."""
+def _prepared_blocks(game: Game, policy):
+    """``policy`` -> ``(blocks, compact, ok)``: the two players' normalized blocks in the
+    kernel's layout, that layout's ``compact`` flag, and ``ok``, None on concrete input
+    (validated on the host, raising) or, inside jit, the scalar "every row is valid"
+    (:func:`_poison_invalid`'s checks) that the caller applies to its results with
+    :func:`_poisoned` (NaN results for an invalid policy; applied to the few results,
+    not to the blocks, where XLA would fuse the scalar's reductions into every element).
+
+    The ``[I, A]`` table is read once for the entry checks (one fused reduction) and once
+    by :func:`jaxcfr._sequence_form.policy_blocks` (a transpose, or in the compact layout a
+    gather of its legal slots); the row sums, renormalization and uniform fallback run on
+    the action-major blocks (sums over the major axis). Per row, the same operations as
+    :func:`jaxcfr._sequence_form.normalize_policy` in the same order, so the same bits."""
+    validate_policy(game, policy)
+    traced = isinstance(policy, jax.core.Tracer)
+    policy = jnp.asarray(policy)
+    if not jnp.issubdtype(policy.dtype, jnp.floating):
+        policy = policy.astype(game.sf_payoff.dtype)
     compact = sf.uses_compact(game)
-    blocks = sf.policy_blocks(game, policy, compact)
+    raw = sf.policy_blocks(game, policy, compact)
+    blocks = []
+    for p in (0, 1):
+        legal, uniform = sf.legal_block(game, p, compact), sf.uniform_block(game, p, compact)
+        blocks.append(sf.by_level(game, p, compact, _normalize_block, raw[p], legal, uniform))
+    if not traced:
+        return tuple(blocks), compact, None
+    ok = _entries_ok(game, policy)
+    for p in (0, 1):
+        legal = sf.legal_block(game, p, compact)
+        levels = range(len(game.meta.infoset_levels[p])) if compact else [None]
+        for d in levels:  # the whole [A, n_p] block at once, or each compact level
+            w = raw[p] if d is None else sf.level_block(game, raw[p], p, d, True)
+            m = legal if d is None else sf.level_block(game, legal, p, d, True)
+            sums = sum_actions(jnp.where(m, w, 0.0), axis=0)
+            ok = ok & jnp.all(jnp.abs(sums - 1.0) <= DEFAULT_ATOL)
+    return tuple(blocks), compact, ok
+
+
+def _poisoned(ok, x: jax.Array) -> jax.Array:
+    """``x``, or NaN where ``ok`` (from :func:`_prepared_blocks`) is False."""
+    return x if ok is None else jnp.where(ok, x, jnp.nan)
+
+
+def _normalize_block(weights, legal, uniform):
+    return normalize_rows(weights, legal, uniform, axis=0)
+
+
+def _entries_ok(game: Game, policy: jax.Array, atol: float = DEFAULT_ATOL) -> jax.Array:
+    """Inside jit: every entry of the ``[I, A]`` ``policy`` finite, none below ``-atol``
+    and none above ``atol`` on an illegal action, as one max-reduction over the table."""
+    p, legal = policy.reshape(-1), game.legal_mask.reshape(-1)  # flat: vectorized loops
+    bad = jnp.where(legal, -p, jnp.abs(p))
+    return jnp.max(jnp.where(jnp.isfinite(p), bad, jnp.inf)) <= atol
+
+
+def _player_passes(game: Game, blocks, compact: bool, player: int, combines):
+    """Bottom-up passes of ``player`` (one per combine) against the profile's ``blocks``,
+    in the kernel's layout (compact where :func:`jaxcfr._sequence_form.uses_compact`)."""
     opp_plan = sf.plan_block(game, blocks[1 - player], 1 - player, compact)
     g, g_root = sf.own_terminal_values(game, opp_plan, player, compact)
     return [sf.bottom_up(game, g, player, blocks[player], c, g_root, compact) for c in combines]
@@ -178,14 +239,15 @@ def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValu
     """Counterfactual values of ``player``'s infoset-action pairs (weighted by the
     opponent's and chance's reach only), and the counterfactual best-response values."""
     player = _check_player(player)
-    policy = _prepare(game, policy)
-    pol, br = _player_passes(game, policy, player, (sf.combine_policy, sf.combine_max))
-    return CounterfactualValues(
+    blocks, compact, ok = _prepared_blocks(game, policy)
+    pol, br = _player_passes(game, blocks, compact, player, (sf.combine_policy, sf.combine_max))
+    out = CounterfactualValues(
         _player_rows(game, player, pol.action_values),
         sf.to_full(game, player, pol.infoset_values),
         _player_rows(game, player, br.action_values),
         sf.to_full(game, player, br.infoset_values),
     )
+    return CounterfactualValues(*(_poisoned(ok, x) for x in out))
 
 
 def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array]:
@@ -198,7 +260,9 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
     """
     player = _check_player(player)
     policy = _prepare(game, policy)
-    (res,) = _player_passes(game, policy, player, (sf.combine_max,))
+    compact = sf.uses_compact(game)
+    blocks = sf.policy_blocks(game, policy, compact)
+    (res,) = _player_passes(game, blocks, compact, player, (sf.combine_max,))
     values = _player_rows(game, player, res.action_values)
     masked = jnp.where(game.legal_mask, values, sf.NEG_INF)
     onehot = jax.nn.one_hot(jnp.argmax(masked, axis=-1), game.num_actions, dtype=policy.dtype)
@@ -208,15 +272,23 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
 
 def best_response_values(game: Game, policy) -> jax.Array:
     """``[2]``: each player's best-response value against the other's policy."""
-    return br_values_unchecked(game, _prepare(game, policy))
+    blocks, compact, ok = _prepared_blocks(game, policy)
+    return _poisoned(ok, _br_values(game, blocks, compact))
 
 
 def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
     """``[2]`` best-response values for a policy already normalized (no host checks;
     for use inside jitted loops such as the runner)."""
     compact = sf.uses_compact(game)
-    blocks = sf.policy_blocks(game, policy, compact)
-    plans = [sf.plan_block(game, blocks[p], p, compact) for p in (0, 1)]
+    return _br_values(game, sf.policy_blocks(game, policy, compact), compact)
+
+
+def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
+    """Both players' best-response values from the profile's blocks. Each plan is
+    computed once into its own buffer (:func:`jaxcfr._solver.materialized`): XLA:CPU
+    otherwise fuses the deepest level's plan (two gathers and a product) into the
+    gather at every payoff entry (518,400 on II-Goofspiel(6) for 102,799 plan slots)."""
+    plans = [materialized(sf.plan_block(game, blocks[p], p, compact)) for p in (0, 1)]
     values = []
     for p in (0, 1):
         g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact)

@@ -292,6 +292,7 @@ def run(
     if not isinstance(probe, Solver):
         raise ValueError(f"solver factory {factory!r} returned {probe!r}, not a jaxcfr Solver")
     needs_key = probe.needs_key
+    options = dict(probe.compiler_options) or None  # the solver's XLA options
     if needs_key and init_scale > 0:
         raise ValueError(
             f"init_scale applies to deterministic solvers; {probe.name} varies by its key"
@@ -331,7 +332,9 @@ def run(
 
     sharding = _sharding(devices, B)
     mesh_key = None if sharding is None else tuple(d.id for d in sharding.mesh.devices.flat)
+    opts_key = tuple(sorted((options or {}).items()))
     base_key = (solver_key, tuple(sorted(grid)), needs_key, evaluate, float(init_scale), mesh_key)
+    base_key += (opts_key,)
     out_shardings = None
     if sharding is not None:
         # seed keys and settings are computed identically in every process: each places
@@ -347,8 +350,8 @@ def run(
         def build_init():
             batched = jax.vmap(init_one, (None, 0, 0))
             if out_shardings is None:
-                return jax.jit(batched)
-            return jax.jit(batched, out_shardings=out_shardings[0])
+                return jax.jit(batched, compiler_options=options)
+            return jax.jit(batched, out_shardings=out_shardings[0], compiler_options=options)
 
         state = _compiled(("init", base_key), build_init)(game, flat_grid, seed_keys)
     else:
@@ -370,8 +373,8 @@ def run(
                 lambda g, st, hp, k: chunk_one(g, st, hp, k, length), in_axes=(None, 0, 0, 0)
             )
             if out_shardings is None:
-                return jax.jit(batched)
-            return jax.jit(batched, out_shardings=out_shardings)
+                return jax.jit(batched, compiler_options=options)
+            return jax.jit(batched, out_shardings=out_shardings, compiler_options=options)
 
         return _compiled(("chunk", length, base_key), build)
 

@@ -294,6 +294,23 @@ def step_compiler_options() -> dict:
     return {}
 
 
+def sampling_compiler_options() -> dict:
+    """XLA options for jitting a batched trajectory sampler (MCTS): on CPU, no YNN
+    fusions (``xla_cpu_experimental_ynn_fusion_type=""``).
+
+    From about 128 rows on, jaxlib 0.10.2's XLA:CPU hands each per-depth ``[B, W, W]``
+    cdf reduction of :func:`sample_index` to a YNNPACK kernel: ten library calls per
+    Leduc episode that XLA cannot fuse with the producers of ``probs``, and a lane-wise
+    summation order ((p0 + p2) + p1 for W = 3) that differs from XLA's own sequential
+    one, which it uses for smaller batches (the reproductions' 10-20 runs): without
+    YNN a run's bits no longer depend on how many runs share its batch, and Smooth UCT
+    at B = 1024 on Leduc runs about 1.2x faster per CPU-second (docs/mcts.md, "Session
+    24"). Pass as ``jax.jit(..., compiler_options=sampling_compiler_options())``."""
+    if jax.default_backend() == "cpu":
+        return {"xla_cpu_experimental_ynn_fusion_type": ""}
+    return {}
+
+
 def read_step(game: StepGame, state, width: int) -> NodeView:
     """The :class:`NodeView` of a step-form state (see its docstring): ``row`` the
     chance probabilities (chance nodes), the legal mask (player nodes) or ones on the
@@ -340,7 +357,7 @@ def walk(
     :func:`num_slots` (chance slot k is the game's chance outcome k). The step-form
     levels are alike, so they run as one ``lax.while_loop`` that stops at the terminal
     (``d`` is then a traced int32, records must be arrays, and ``step`` must leave the
-    carry unchanged at a terminal: :func:`_walk_step_form`): D times less to compile
+    carry unchanged at a terminal: :func:`_while_walk`): D times less to compile
     than unrolling.
 
     ``step(d, kinds, view, carry) -> (k, carry, record)`` is called at every depth ``d``
@@ -363,7 +380,8 @@ def walk(
     above the last) run as one ``lax.while_loop`` that stops once the trajectory, and
     under ``jax.vmap`` every trajectory of the batch (:func:`batch_all`), has reached
     a terminal, instead of D unrolled steps that keep running at the terminal
-    (:func:`_walk_loop`). ``d`` is then a traced int32 in those levels, records must
+    (:func:`_walk_loop`; the same depth loop as the step form's, :func:`_while_walk`,
+    over node ids instead of states). ``d`` is then a traced int32 in those levels, records must
     be arrays, and ``step`` must leave the carry unchanged at a terminal and give a
     record there that callers ignore (except for factors of 1): the records of the
     depths the loop did not run are the last run depth's (a terminal's).
@@ -371,11 +389,6 @@ def walk(
     if is_step(game):
         if tables is not None or regrets is not None:
             raise ValueError("a step-form walk takes no node tables and no regrets")
-        if STEP_WALK == "scan":
-            records, carry, utility = _scan_step_form(game, step, carry)
-            if stacked:
-                records = jax.tree_util.tree_map(lambda *r: jnp.stack(r), *records)
-            return records, carry, utility
         return _walk_step_form(game, step, carry, stacked)
     if stacked:
         raise ValueError("stacked=True is for step-form games (a compiled game's levels differ)")
@@ -434,13 +447,9 @@ def _batch_all_rule(axis_size, in_batched, flag):
 
 
 def _walk_loop(game: Game, tables: NodeTables, step, carry, regrets, h, d0: int):
-    """:func:`walk`'s levels ``d0 .. D - 1`` (alike, :func:`loop_levels`) as a
-    ``lax.while_loop`` from node ``h``: ``(records, carry, h)``. The trip at depth d
-    runs the step at the node there and records it at ``d - d0``; the loop stops after
-    the trip at the last depth or the first trip on which every trajectory
-    (:func:`batch_all`) was at a terminal. A trajectory at a terminal keeps running
-    terminal steps as the unrolled walk does; the depths the loop did not run get the
-    record of the last one run (a terminal's for every trajectory)."""
+    """:func:`walk`'s compiled levels ``d0 .. D - 1`` (alike, :func:`loop_levels`) as
+    :func:`_while_walk` from node ``h`` over the node tables (:func:`read_nodes`; a
+    terminal's child is itself): ``(records, carry, h)``."""
     levels = level_kinds(game)[: game.meta.max_depth]
     D = len(levels)
     players = tuple(any(k.players[p] for k in levels[d0:]) for p in range(2))
@@ -448,13 +457,64 @@ def _walk_loop(game: Game, tables: NodeTables, step, carry, regrets, h, d0: int)
     kinds = LevelKinds(last.chance, players, True, last.width)
     policy = regrets is not None
 
-    def one(d, h, carry):
-        v = read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
+    def read(h):
+        return read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
+
+    def follow(h, v, k):
+        return jnp.where(v.code == TERMINAL, h, select(v.children, k))
+
+    return _while_walk(read, follow, step, kinds, carry, h, d0, D)
+
+
+def _walk_step_form(game: StepGame, step, carry, stacked: bool = False):
+    """:func:`walk` on a step-form game: :func:`_while_walk` over all ``max_depth``
+    levels (alike) from ``game.init()``, the node a state (:func:`read_step`;
+    ``game.apply`` keeps a terminal state as it is). Trajectories are often much
+    shorter than ``max_depth`` (LD(2,2): 29 steps at most, about 8 on a random
+    playout). ``step`` is traced once (the loop body): the rules, targeting and the
+    table compile once per walk."""
+    kinds = level_kinds(game)[0]  # every step-form level is alike
+
+    def read(state):
+        return read_step(game, state, kinds.width)
+
+    def follow(state, v, k):
+        return game.apply(state, k)
+
+    records, carry, state = _while_walk(
+        read, follow, step, kinds, carry, game.init(), 0, game.max_depth, stacked
+    )
+    return records, carry, game.returns(state)[0]
+
+
+def _while_walk(read, follow, step, kinds, carry, node, d0: int, D: int, stacked=False):
+    """The tree walker's depth loop: depths ``d0 .. D - 1`` (levels alike: ``kinds``)
+    as one ``lax.while_loop`` from ``node``, for either node source.
+
+    ``read(node) -> NodeView``, ``follow(node, view, k) -> node`` (the child at slot
+    ``k``; a terminal's is itself): compiled node ids over the node tables
+    (:func:`_walk_loop`) or step-form states (:func:`_walk_step_form`). The trip at
+    depth d (traced int32) runs ``step(d, kinds, view, carry)`` at the node there and
+    records it at ``d - d0``; the loop stops after the trip at the last depth or the
+    first trip on which the trajectory, and under ``jax.vmap`` every trajectory of the
+    batch (:func:`batch_all`, an unbatched predicate: JAX then does not select between
+    old and new carries on every trip), was at a terminal. A trajectory at a terminal
+    keeps running terminal steps, as the unrolled walk does; ``step`` must leave the
+    carry unchanged there and give a record that callers ignore (except for factors of
+    1). The depths the loop did not run get the last run trip's record (a terminal's
+    for every trajectory).
+
+    Returns ``(records, carry, node)``: ``D - d0`` records as a list, or with
+    ``stacked=True`` one pytree with a leading ``[D - d0]`` axis (the same values).
+    """
+
+    def one(d, node, carry):
+        v = read(node)
         k, carry, rec = step(d, kinds, v, carry)
         return v, k, carry, rec
 
     d_start = jnp.asarray(d0, jnp.int32)
-    shapes = jax.eval_shape(lambda h, c: one(d_start, h, c)[3], h, carry)
+    shapes = jax.eval_shape(lambda n, c: one(d_start, n, c)[3], node, carry)
     buf = jax.tree_util.tree_map(lambda x: jnp.zeros((D - d0,) + x.shape, x.dtype), shapes)
 
     def cond(c):
@@ -462,105 +522,33 @@ def _walk_loop(game: Game, tables: NodeTables, step, carry, regrets, h, d0: int)
         return (d < D) & ~batch_all(done)
 
     def body(c):
-        d, h, carry, buf, _ = c
-        v, k, carry, rec = one(d, h, carry)
+        d, node, carry, buf, _ = c
+        v, k, carry, rec = one(d, node, carry)
         buf = jax.tree_util.tree_map(
             lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, d - d0, 0), buf, rec
         )
-        terminal = v.code == TERMINAL
-        return d + 1, jnp.where(terminal, h, select(v.children, k)), carry, buf, terminal
+        return d + 1, follow(node, v, k), carry, buf, v.code == TERMINAL
 
-    d_end, h, carry, buf, _ = jax.lax.while_loop(
-        cond, body, (d_start, h, carry, buf, jnp.zeros((), bool))
+    d_end, node, carry, buf, _ = jax.lax.while_loop(
+        cond, body, (d_start, node, carry, buf, jnp.zeros((), bool))
     )
     e = d_end - 1 - d0  # the last trip's record index (>= 0: the loop runs at least once)
-    last_rec = jax.tree_util.tree_map(
-        lambda b: jax.lax.dynamic_index_in_dim(b, e, 0, keepdims=False), buf
-    )
-    records = [
-        jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j <= e, b[j], r), buf, last_rec)
-        for j in range(D - d0)
-    ]
-    return records, carry, h
-
-
-STEP_WALK = "while"  # step-form depth loop: "while" (stops at the terminal) or "scan"
-
-
-def _scan_step_form(game: StepGame, step, carry):
-    """:func:`walk` on a step-form game as a ``lax.scan`` over all ``max_depth`` steps."""
-    kinds = level_kinds(game)[0]
-
-    def body(c, d):
-        state, carry = c
-        k, carry, rec = step(d, kinds, read_step(game, state, kinds.width), carry)
-        return (game.apply(state, k), carry), rec
-
-    D = game.max_depth
-    (state, carry), recs = jax.lax.scan(body, (game.init(), carry), jnp.arange(D))
-    records = [jax.tree_util.tree_map(lambda x, j=j: x[j], recs) for j in range(D)]
-    return records, carry, game.returns(state)[0]
-
-
-def _walk_step_form(game: StepGame, step, carry, stacked: bool = False):
-    """:func:`walk` on a step-form game: a ``lax.while_loop`` over depth that stops at
-    the terminal (trajectories are often much shorter than ``max_depth``: LD(2,2) 29
-    steps at most, about 8 on a random playout; under ``vmap`` the loop runs to the
-    longest trajectory of the batch, with an unbatched predicate, :func:`batch_all`, so
-    JAX does not select between old and new carries on every trip; a trajectory at its
-    terminal keeps running terminal steps, as in :func:`_walk_loop`). The loop body
-    handles the terminal too (the record of its first terminal step is kept at the
-    terminal's depth ``e``), and the records of the depths below it are that record;
-    ``step`` must leave the carry unchanged at a terminal (the bots' steps do: every
-    factor is 1 and no flag is set there), as the fixed-length walk assumes too.
-    ``step`` is traced once (the body): the rules, targeting and the table compile once
-    per walk."""
-    kinds = level_kinds(game)[0]  # every step-form level is alike
-    D, W = game.max_depth, kinds.width
-
-    def one(d, state, carry):
-        return step(d, kinds, read_step(game, state, W), carry)
-
-    state0 = game.init()
-    shapes = jax.eval_shape(one, jnp.zeros((), jnp.int32), state0, carry)[2]
-    buf = jax.tree_util.tree_map(lambda x: jnp.zeros((D,) + x.shape, x.dtype), shapes)
-
-    def cond(c):
-        d, _, _, _, done, _ = c
-        return (d < D) & ~batch_all(done)
-
-    def body(c):
-        d, state, carry, buf, done, e = c
-        k, carry, rec = one(d, state, carry)
-        buf = jax.tree_util.tree_map(
-            lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, d, 0), buf, rec
-        )
-        terminal = game.is_terminal(state)  # apply keeps a terminal state as it is
-        e = jnp.where(terminal & ~done, d, e)
-        return d + 1, game.apply(state, k), carry, buf, done | terminal, e
-
-    false, d0 = jnp.zeros((), bool), jnp.zeros((), jnp.int32)
-    _, state, carry, buf, done, e = jax.lax.while_loop(
-        cond, body, (d0, state0, carry, buf, false, jnp.full((), D - 1, jnp.int32))
-    )
-    # e: the depth whose record stands for all deeper ones (the terminal's; with no
-    # terminal within D steps every depth has its own record and e is D - 1)
     last = jax.tree_util.tree_map(
         lambda b: jax.lax.dynamic_index_in_dim(b, e, 0, keepdims=False), buf
     )
     if stacked:
-        j = jnp.arange(D)
+        j = jnp.arange(D - d0)
 
         def fill(b, r):
-            keep = (j <= e).reshape((D,) + (1,) * (b.ndim - 1))
+            keep = (j <= e).reshape((D - d0,) + (1,) * (b.ndim - 1))
             return jnp.where(keep, b, r[None])
 
-        return jax.tree_util.tree_map(fill, buf, last), carry, game.returns(state)[0]
+        return jax.tree_util.tree_map(fill, buf, last), carry, node
     records = [
         jax.tree_util.tree_map(lambda b, r, j=j: jnp.where(j <= e, b[j], r), buf, last)
-        for j in range(D)
+        for j in range(D - d0)
     ]
-    return records, carry, game.returns(state)[0]
+    return records, carry, node
 
 
 class WalkStep(NamedTuple):

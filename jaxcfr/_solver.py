@@ -40,6 +40,10 @@ class Solver:
     cache_key: set by the built-in factories, whose ``(name, hyperparams)`` determine
       the computation, so ``jaxcfr.run`` reuses compiled code across equal solvers;
       ``None`` (custom solvers) caches per Solver object.
+    compiler_options: XLA options (``(name, value)`` pairs) with which ``jaxcfr.run``
+      and the benchmarks jit the solver's batched update (``jax.jit(...,
+      compiler_options=dict(...))``); ``()`` for the defaults. The MCTS solvers set
+      :func:`jaxcfr._sampling.sampling_compiler_options`.
     """
 
     init: Callable[..., Any]
@@ -48,6 +52,7 @@ class Solver:
     needs_key: bool = False
     hyperparams: tuple[tuple[str, Any], ...] = ()
     cache_key: Any = dataclasses.field(default=None, compare=False)
+    compiler_options: tuple[tuple[str, Any], ...] = ()
 
     def __iter__(self):
         return iter((self.init, self.update))

@@ -279,6 +279,29 @@ def test_mass_on_illegal_action():
     assert np.isnan(float(jax.jit(jaxcfr.nash_conv)(game, pol)))
 
 
+@pytest.mark.parametrize("compact", [False, True])
+def test_invalid_policy_inside_jit_gives_nan_in_either_layout(monkeypatch, compact):
+    """Inside jit the best-response values of an invalid policy are NaN, in both kernel
+    layouts (the compact one's max over actions used to turn a NaN row into -inf)."""
+    from jaxcfr import _sequence_form as sf
+
+    monkeypatch.setattr(sf, "uses_compact", lambda g, c=compact: c)
+    game = gt.load("ii_goofspiel", num_cards=4)
+    good = _random_policy(game, 0)
+    legal = np.asarray(game.meta.host["legal_mask"])
+    row = 5
+    a = int(np.argmax(legal[row]))
+    pols = np.stack([good] * 5)
+    for k, value in enumerate([np.nan, np.inf, -0.5, 0.5]):  # the last row stays valid
+        pols[k, row, a] = value
+
+    def evaluate(g, p):  # a fresh function per layout: no trace of the other one reused
+        return jaxcfr.best_response_values(g, p)
+
+    br = np.asarray(jax.jit(jax.vmap(evaluate, in_axes=(None, 0)))(game, pols))
+    assert np.isnan(br[:4]).all() and np.isfinite(br[4]).all()
+
+
 def test_bad_player(kuhn):
     with pytest.raises(ValueError, match="player"):
         jaxcfr.best_response(kuhn, gt.uniform_policy(kuhn), 2)

@@ -442,3 +442,49 @@ def test_reproduction_curves_record_their_run_time_across_resumes(tmp_path):
     np.savez(ckpt, **old)  # as written before checkpoints stored their run time
     again = curves(jaxcfr.uct(c=2.0), game, 10, 1000, 1, ckpt=ckpt)
     assert again["recorded_seconds"] is None
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU options")
+def test_sampling_cdf_sums_in_order_at_any_batch_size():
+    """The MCTS solvers jit with ``smp.sampling_compiler_options()`` (no XLA:CPU YNN
+    fusions): the cdf of :func:`smp.sample_index` is then the sequential sum
+    p0, p0 + p1, (p0 + p1) + p2, ... at 4096 rows too, where XLA:CPU's default hands it
+    to a YNN kernel that sums lane-wise ((p0 + p2) + (p1 + p3)). Golden: NumPy's float32
+    running sum. The rows are chosen so that the order changes the result (counts past
+    2^24, where float32 is not exact)."""
+    options = smp.sampling_compiler_options()
+    assert options == {"xla_cpu_experimental_ynn_fusion_type": ""}
+    for solver in (jaxcfr.uct(), jaxcfr.smooth_uct()):
+        assert dict(solver.compiler_options) == options
+    values = np.asarray([2.0**25, 1, 3, 2.0**24 + 1, 5e7, 1.5, 7], np.float32)
+    rows = np.random.default_rng(0).choice(values, (4096, 5)).astype(np.float32)
+    expected = np.cumsum(rows, axis=1, dtype=np.float32)  # sequential, in float32
+    p = rows.T
+    lanes = ((p[0] + p[4]) + p[2]) + (p[1] + p[3])  # the YNN order of the full sum
+    assert (lanes != expected[:, -1]).any()  # the order matters for these rows
+
+    def cdf(probs):  # sample_index's cdf, with its [K, K] masked reduction
+        K = probs.shape[-1]
+        upto = jnp.arange(K)[:, None] >= jnp.arange(K)[None, :]
+        return jnp.sum(jnp.where(upto, probs[..., None, :], 0.0), axis=-1)
+
+    got = jax.jit(cdf, compiler_options=options)(jnp.asarray(rows))
+    np.testing.assert_array_equal(np.asarray(got).view(np.int32), expected.view(np.int32))
+
+
+def test_run_and_benchmark_chunk_compile_with_the_solvers_options():
+    """``jaxcfr.run`` and the benchmarks' chunk pass ``Solver.compiler_options`` to XLA:
+    an option XLA does not know is refused at compile time (ignored options would not)."""
+    import dataclasses
+
+    from experiments.benchmarks.mccfr import _chunk_fn
+
+    game = gt.load("kuhn_poker")
+    bad = (("xla_no_such_option", "1"),)
+    solver = dataclasses.replace(jaxcfr.uct(), compiler_options=bad, cache_key=None)
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        jaxcfr.run(solver, game, 20, 10, num_seeds=2)
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    state = jax.vmap(lambda k: solver.init(game))(keys)
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        _chunk_fn(solver, 2)(game, state, keys)

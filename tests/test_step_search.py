@@ -297,7 +297,7 @@ def test_ismcts_start_history_is_uniform_over_the_infoset():
         records, _, _ = _ismcts._sample(
             game, None, state, u, None, None, "uct", 2.0, 0.2, target_view
         )
-        return jnp.stack([r.action for r in records[:depth]])
+        return records.action[:depth]  # the step-form walk stacks records: [D]
 
     opts = smp.step_compiler_options() or None
     got = np.asarray(jax.jit(jax.vmap(draw), compiler_options=opts)(u))

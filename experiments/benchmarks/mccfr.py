@@ -39,7 +39,9 @@ def _chunk_fn(solver, length):
 
         return jax.lax.scan(body, state, None, length=length)[0]
 
-    return jax.jit(jax.vmap(chunk, in_axes=(None, 0, 0)))
+    options = dict(getattr(solver, "compiler_options", ())) or None
+    vmapped = jax.vmap(chunk, in_axes=(None, 0, 0))
+    return jax.jit(vmapped, donate_argnums=1, compiler_options=options)
 
 
 def _openspiel_rate(kind, iterations):

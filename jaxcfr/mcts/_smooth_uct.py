@@ -249,6 +249,7 @@ def _make(c, gamma, eta0, d, smooth: bool, name: str, hyper) -> Solver:
         needs_key=True,
         hyperparams=hyper,
         cache_key=builtin_cache_key(name, hyper),
+        compiler_options=tuple(sorted(smp.sampling_compiler_options().items())),
     )
 
 
