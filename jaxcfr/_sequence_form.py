@@ -86,12 +86,15 @@ def _levels(game: Game, player: int):
     return game.meta.infoset_levels[player]
 
 
-# The compact layout is used where it keeps at most this fraction of the [I, A] slots:
-# II-Goofspiel(6) (0.21) measured faster with it (exploitability 1.5x; CFR 2.0x once the
-# state itself is kept compact, session 23). Not LD(1,1) (0.54): its compact layout does
-# not give the [A, n_p] layout's float64 bits (differences ~1e-16, not yet explained);
-# docs/cfr.md, sessions 22 and 23.
-COMPACT_FRACTION = 0.25
+# The compact layout is used where it keeps at most this fraction of the [I, A] slots and
+# the game has at least COMPACT_MIN_SLOTS of them: II-Goofspiel(6) (0.21 of 996,012)
+# measured faster with it (exploitability 1.5x; CFR 2.0x once the state itself is kept
+# compact, session 23), LD(1,1) (0.54 of 319,488) too (CFR 1.6x, CFR+ 1.3x in CPU time,
+# session 24, once its float64 bits equal the [A, n_p] layout's); II-Goofspiel(4) (0.31
+# of 2,952 slots) ran slower with it (CFR about 0.55x: the per-level ops cost more than
+# the padding they save on a small game). docs/cfr.md, sessions 22-24.
+COMPACT_FRACTION = 0.6
+COMPACT_MIN_SLOTS = 1 << 16
 
 
 def compact_size(game: Game, player: int) -> int:
@@ -101,12 +104,14 @@ def compact_size(game: Game, player: int) -> int:
 
 
 def uses_compact(game: Game) -> bool:
-    """Whether the solvers run ``game`` in the compact layout (static): it carries one
-    and it keeps at most ``COMPACT_FRACTION`` of the ``I * A`` slots."""
+    """Whether the solvers run ``game`` in the compact layout (static): it carries one,
+    has at least ``COMPACT_MIN_SLOTS`` ``I * A`` slots and the layout keeps at most
+    ``COMPACT_FRACTION`` of them."""
     if game.meta.compact_widths is None or game.num_infosets == 0:
         return False
+    full = game.num_infosets * game.num_actions
     slots = compact_size(game, 0) + compact_size(game, 1)
-    return slots <= COMPACT_FRACTION * game.num_infosets * game.num_actions
+    return full >= COMPACT_MIN_SLOTS and slots <= COMPACT_FRACTION * full
 
 
 def _width(game: Game, player: int, d: int, compact: bool) -> int:
@@ -367,7 +372,11 @@ def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool =
     K = fanout[d - 1]
     if K == 0:
         sums = jax.ops.segment_sum(val, parent_local[start:end], num_segments=W * n_prev)
-        return sums.reshape(W, n_prev)
+        # ``rounded``: XLA rewrites ``g + scatter_add(0, ...)`` into ``scatter_add(g, ...)``,
+        # i.e. (g + c1) + c2 instead of g + (c1 + c2), where the shapes line up without a
+        # reshape (the compact layout's flat levels; LD(1,1) differed by 1 ulp from the
+        # [A, n_p] layout, docs/cfr.md "Session 24"); the select keeps the sum separate.
+        return rounded(sums).reshape(W, n_prev)
     offset = _child_table_offset(game, player, d, compact)
     table = children[offset : offset + K * W * n_prev].reshape(K, W, n_prev)
     return sum(take_near(val, table[k], 0.0) for k in range(K))
