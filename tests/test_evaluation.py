@@ -299,7 +299,8 @@ def test_invalid_policy_inside_jit_gives_nan_in_either_layout(monkeypatch, compa
         return jaxcfr.best_response_values(g, p)
 
     br = np.asarray(jax.jit(jax.vmap(evaluate, in_axes=(None, 0)))(game, pols))
-    assert np.isnan(br[:4]).all() and np.isfinite(br[4]).all()
+    assert np.isnan(br[:4]).all()
+    assert np.isfinite(br[4]).all()
 
 
 def test_bad_player(kuhn):
