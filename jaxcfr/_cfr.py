@@ -416,6 +416,11 @@ def _with_pruning(solver: Solver, pruning, threshold, check_every, check_rule) -
 
     check_number("threshold", threshold, 0.0)
     if pruning is None:
+        if check_rule != "worst_case":
+            raise ValueError(
+                f"check_rule={check_rule!r} applies to Total RBP only (pruning='total'), "
+                "got pruning=None"
+            )
         return solver
     return regret_pruning(
         solver, pruning, threshold=threshold, check_every=check_every, check_rule=check_rule

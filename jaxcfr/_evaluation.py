@@ -111,13 +111,10 @@ def _poison_invalid(
     game: Game, policy: jax.Array, normalized: jax.Array, atol: float = DEFAULT_ATOL
 ) -> jax.Array:
     """Inside jit: ``normalized`` if every row of ``policy`` is valid (the checks of
-    :func:`validate_policy`, computed on device), else all NaN."""
-    legal = game.legal_mask
-    finite = jnp.all(jnp.isfinite(policy))
-    nonneg = jnp.all(policy >= -atol)
-    no_illegal = jnp.all(jnp.where(legal, 0.0, jnp.abs(policy)) <= atol)
-    sums = jnp.sum(jnp.where(legal, policy, 0.0), axis=1)
-    ok = finite & nonneg & no_illegal & jnp.all(jnp.abs(sums - 1.0) <= atol)
+    :func:`validate_policy`, computed on device: :func:`_entries_ok` and the row sums),
+    else all NaN."""
+    sums = jnp.sum(jnp.where(game.legal_mask, policy, 0.0), axis=1)
+    ok = _entries_ok(game, policy, atol) & jnp.all(jnp.abs(sums - 1.0) <= atol)
     return jnp.where(ok, normalized, jnp.nan)
 
 
@@ -167,7 +164,7 @@ def _prepared_blocks(game: Game, policy):
     """``policy`` -> ``(blocks, compact, ok)``: the two players' normalized blocks in the
     kernel's layout, that layout's ``compact`` flag, and ``ok``, None on concrete input
     (validated on the host, raising) or, inside jit, the scalar "every row is valid"
-    (:func:`_poison_invalid`'s checks) that the caller applies to its results with
+    (:func:`_entries_ok` and the row sums on the blocks) that the caller applies to its results with
     :func:`_poisoned` (NaN results for an invalid policy; applied to the few results,
     not to the blocks, where XLA would fuse the scalar's reductions into every element).
 

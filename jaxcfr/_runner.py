@@ -56,6 +56,7 @@ from jaxcfr._solver import (
     check_key,
     check_number,
     current_policy,
+    jit_options,
 )
 
 
@@ -292,7 +293,7 @@ def run(
     if not isinstance(probe, Solver):
         raise ValueError(f"solver factory {factory!r} returned {probe!r}, not a jaxcfr Solver")
     needs_key = probe.needs_key
-    options = dict(probe.compiler_options) or None  # the solver's XLA options
+    options = jit_options(probe)  # the solver's XLA options for this backend
     if needs_key and init_scale > 0:
         raise ValueError(
             f"init_scale applies to deterministic solvers; {probe.name} varies by its key"

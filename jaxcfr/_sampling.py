@@ -305,10 +305,10 @@ def sampling_compiler_options() -> dict:
     one, which it uses for smaller batches (the reproductions' 10-20 runs): without
     YNN a run's bits no longer depend on how many runs share its batch, and Smooth UCT
     at B = 1024 on Leduc runs about 1.2x faster per CPU-second (docs/mcts.md, "Session
-    24"). Pass as ``jax.jit(..., compiler_options=sampling_compiler_options())``."""
-    if jax.default_backend() == "cpu":
-        return {"xla_cpu_experimental_ynn_fusion_type": ""}
-    return {}
+    24"). Returned for every backend without starting one (a solver factory calls
+    this): :func:`jaxcfr._solver.jit_options` drops the ``xla_cpu_*`` option when it
+    jits on another backend."""
+    return {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 
 def read_step(game: StepGame, state, width: int) -> NodeView:
@@ -358,7 +358,9 @@ def walk(
     levels are alike, so they run as one ``lax.while_loop`` that stops at the terminal
     (``d`` is then a traced int32, records must be arrays, and ``step`` must leave the
     carry unchanged at a terminal: :func:`_while_walk`): D times less to compile
-    than unrolling.
+    than unrolling. Under ``vmap`` the loop runs until the batch's last trajectory ends,
+    so a finished trajectory's later records repeat a terminal step (its ``k`` drawn
+    from ``u[d]``): callers must give a terminal's record no weight.
 
     ``step(d, kinds, view, carry) -> (k, carry, record)`` is called at every depth ``d``
     (static) with the level's :class:`LevelKinds` and the :class:`NodeView` of the

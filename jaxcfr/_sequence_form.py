@@ -92,9 +92,10 @@ def _levels(game: Game, player: int):
 # compact, session 23), LD(1,1) (0.54 of 319,488) too (CFR 1.6x, CFR+ 1.3x in CPU time,
 # session 24, once its float64 bits equal the [A, n_p] layout's); II-Goofspiel(4) (0.31
 # of 2,952 slots) ran slower with it (CFR about 0.55x: the per-level ops cost more than
-# the padding they save on a small game). docs/cfr.md, sessions 22-24.
+# the padding they save on a small game); II-Goofspiel(5) (0.249 of 49,740) keeps the
+# compact layout it had before session 24 (not re-measured). docs/cfr.md, sessions 22-24.
 COMPACT_FRACTION = 0.6
-COMPACT_MIN_SLOTS = 1 << 16
+COMPACT_MIN_SLOTS = 1 << 15
 
 
 def compact_size(game: Game, player: int) -> int:

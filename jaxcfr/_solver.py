@@ -41,9 +41,9 @@ class Solver:
       the computation, so ``jaxcfr.run`` reuses compiled code across equal solvers;
       ``None`` (custom solvers) caches per Solver object.
     compiler_options: XLA options (``(name, value)`` pairs) with which ``jaxcfr.run``
-      and the benchmarks jit the solver's batched update (``jax.jit(...,
-      compiler_options=dict(...))``); ``()`` for the defaults. The MCTS solvers set
-      :func:`jaxcfr._sampling.sampling_compiler_options`.
+      and the benchmarks jit the solver's batched update (through :func:`jit_options`:
+      ``xla_cpu_*`` options only on the CPU backend); ``()`` for the defaults. The MCTS
+      solvers set :func:`jaxcfr._sampling.sampling_compiler_options`.
     """
 
     init: Callable[..., Any]
@@ -60,6 +60,16 @@ class Solver:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyperparams)
         return f"{self.name}({args})"
+
+
+def jit_options(solver) -> dict | None:
+    """``solver.compiler_options`` for ``jax.jit(..., compiler_options=...)`` on the
+    current backend: ``xla_cpu_*`` options are kept only on CPU; ``None`` when none
+    remain. Called when jitting, so building a solver never starts a JAX backend."""
+    options = dict(getattr(solver, "compiler_options", ()))
+    if options and jax.default_backend() != "cpu":
+        options = {k: v for k, v in options.items() if not k.startswith("xla_cpu_")}
+    return options or None
 
 
 def builtin_cache_key(name: str, hyperparams) -> Any:

@@ -340,6 +340,10 @@ def test_bad_input():
         jaxcfr.cfr(pruning="total", check_every=0)
     with pytest.raises(ValueError, match="check_rule"):
         jaxcfr.cfr(pruning="total", check_rule="sometimes")
+    with pytest.raises(ValueError, match="Total RBP only"):
+        jaxcfr.cfr(check_rule="paper")  # no pruning at all
+    with pytest.raises(ValueError, match="Total RBP only"):
+        jaxcfr.cfr_plus(pruning="interval", check_rule="eager")
     with pytest.raises(ValueError, match="interval"):
         pruning.run_live(jaxcfr.cfr(pruning="interval"), _dominated(), 10)
     total = jaxcfr.cfr(pruning="total")

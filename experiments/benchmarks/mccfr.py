@@ -30,6 +30,7 @@ import games_tensor as gt
 import jaxcfr
 from experiments.sizes import format_table
 from jaxcfr import _prng
+from jaxcfr._solver import jit_options
 
 
 def _chunk_fn(solver, length):
@@ -39,7 +40,7 @@ def _chunk_fn(solver, length):
 
         return jax.lax.scan(body, state, None, length=length)[0]
 
-    options = dict(getattr(solver, "compiler_options", ())) or None
+    options = jit_options(solver)
     vmapped = jax.vmap(chunk, in_axes=(None, 0, 0))
     return jax.jit(vmapped, donate_argnums=1, compiler_options=options)
 

@@ -122,6 +122,12 @@ def child(
     )
     compact = name.endswith("+compact")
     if compact:  # k - 1 iterations on the re-compacted game, the check on the full one
+        if check_rule != "worst_case":  # a forced check needs the full game: run_live
+            raise ValueError(
+                f"+compact runs only --check-rule worst_case (a check forced by (9) between "
+                f"scheduled ones would run on the compacted game); got {check_rule!r}: "
+                "use the +live configurations"
+            )
         if chunk % check_every:
             raise ValueError("--chunk must be a multiple of --check-every with +compact")
         one = jax.jit(solver.update)
@@ -278,7 +284,13 @@ def main(argv=None):
         print(json.dumps(res))
         return 0
     results = {}
-    for name in args.configs.split(","):
+    names = args.configs.split(",")
+    if args.check_rule != "worst_case":  # +compact cannot run a forced check (see child)
+        bad = [n for n in names if n.endswith("+compact")]
+        if bad and args.configs != ap.get_default("configs"):
+            raise SystemExit(f"--check-rule {args.check_rule}: {bad} run only worst_case")
+        names = [n for n in names if not n.endswith("+compact")]
+    for name in names:
         cmd = [
             sys.executable,
             "-m",

@@ -53,7 +53,7 @@ iterates):
   any slack > 0 (T' >= 0: the k = 1 rule applied at each check; a start with little
   slack may soon fail (9) and force a check).
 
-Soundness (Theorem 1, both rules): on every iteration t a branch is pruned, (9) held
+Soundness (Theorem 1, all three rules): on every iteration t a branch is pruned, (9) held
 after iteration t - 1, i.e. the branch's regret bound t0 CBV(I, a) + sum pi_{-i}(I)
 U(I, a) - V(I) <= 0, so regret matching would have given (I, a) probability 0 at t
 anyway, whatever was played below it; a branch is never kept past the iteration where
@@ -326,6 +326,11 @@ def regret_pruning(
     check_bool("count_nodes", count_nodes)
     if check_rule not in CHECK_RULES:
         raise ValueError(f"check_rule must be one of {CHECK_RULES}, got {check_rule!r}")
+    if check_rule != "worst_case" and pruning != "total":
+        raise ValueError(
+            f"check_rule={check_rule!r} applies to Total RBP only (pruning='total'), "
+            f"got pruning={pruning!r}"
+        )
     hp = dict(base.hyperparams)
     keying = hp.get("keying", "auto")
     if keying == "abstract":

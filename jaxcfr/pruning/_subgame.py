@@ -24,10 +24,12 @@ unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I
 at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
 above, computed from the state's mask once per stretch: the mask is frozen there). The
 dense master state is host numpy: before a stretch the host gathers the sub-game's rows
-into a compact state (``[A, n_p']`` blocks), one jitted call runs the k - 1 iterations on
-the device, which then holds only the compact state and the live sub-game (the kernel's
-fields of the compact game, every other ``Game`` field ``[0, ...]``, and the per-history
-tables), and the host scatters the rows back. The check runs the dense solver's update on
+into a compact state (``[A, n_p']`` blocks), one jitted call runs up to the k - 1
+iterations to the next scheduled check on the device (stopping before an iteration
+where (9) fails, which runs as a forced check), which then holds only the compact
+state and the live sub-game (the kernel's fields of the compact game, every other
+``Game`` field ``[0, ...]``, and the per-history tables), and the host scatters the
+rows back. The check runs the dense solver's update on
 the full game and the master state (CBR and the reset (7)/(8) from the one evaluation
 kernel, as before), both transferred for it when the caller keeps the game on the host;
 see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I`` for a
@@ -587,8 +589,10 @@ def run_live(
     entries) are fewer than its real rows (entries), or when the pruned set has been
     unchanged for ``stable`` checks and differs from the one it was built
     under. ``stats`` (a dict, also carrying the current layout between calls) collects
-    checks, layouts built, ``stale`` (checks that kept a layout built under another
-    pruned set), ``forced`` (checks forced by (9) failing between scheduled ones),
+    ``checks`` (the stretches run, i.e. the checks they follow, forced ones included;
+    ``stable`` counts these too), layouts built, ``stale`` (checks that kept a layout
+    built under another pruned set), ``forced`` (checks forced by (9) failing between
+    scheduled ones),
     distinct shapes and the live payoff entries. Raises ``RuntimeError`` if (9) failed
     inside a stretch under ``check_rule="worst_case"`` (it cannot, by that rule)."""
     hp = dict(solver.hyperparams)
@@ -613,7 +617,7 @@ def run_live(
     state = _to_host(solver.init(game) if state is None else state)
     done = int(state.iteration)
     shapes = stats.setdefault("compiled", [])
-    fn = _cfr_cache(solver, "stretch", lambda: _stretch_fn(solver, tol))
+    fn = _cfr_cache(solver, ("stretch", tol), lambda: _stretch_fn(solver, tol))
     while done < iterations:
         # up to the iteration before the next scheduled check (t % k == 0)
         n = min((done // k + 1) * k - 1 - done, iterations - done)

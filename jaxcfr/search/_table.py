@@ -236,6 +236,10 @@ def step_completions(game: StepGame, target: StepTarget, v, width: int) -> jax.A
     or below it (``StepGame.num_completions``; 0 for the inconsistent ones), the
     weights of a uniform draw over the target's histories. One ``apply`` and one count
     per slot."""
+    if target.public:
+        raise ValueError(
+            "step_completions counts an infoset target's histories, not a public state's"
+        )
     kids = jax.vmap(game.apply, (None, 0))(v.state, jnp.arange(width, dtype=jnp.int32))
     return jax.vmap(game.num_completions, (0, None))(kids, target.key)
 
