@@ -12,8 +12,8 @@ means anything.
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
+
+from experiments.benchmarks._ab import in_trees
 
 _CODE = r"""
 import sys, time, jax, numpy as np, games_tensor as gt, jaxcfr
@@ -48,16 +48,10 @@ def main(argv=None):
     parser.add_argument("--algorithms", default="cfr")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
-    for r in range(args.rounds):
-        for root in args.roots.split(","):
-            out = subprocess.run(
-                [sys.executable, "-c", _CODE, args.games, args.algorithms],
-                capture_output=True,
-                text=True,
-                cwd=root,
-            )
-            print(f"== round {r + 1}: {root}")
-            print(out.stdout if out.returncode == 0 else out.stderr[-2000:], flush=True)
+    roots = args.roots.split(",")
+    for r, root, _, out in in_trees(roots, args.rounds, _CODE, [args.games, args.algorithms]):
+        print(f"== round {r}: {root}")
+        print(out.stdout if out.returncode == 0 else out.stderr[-2000:], flush=True)
 
 
 if __name__ == "__main__":

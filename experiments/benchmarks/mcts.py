@@ -20,16 +20,14 @@ loaded by other jobs the CPU-time rate is the steadier one.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
-import subprocess
-import sys
 
 import jax
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._ab import in_trees
 from experiments.benchmarks.mccfr import _Case
 from experiments.sizes import format_table
 
@@ -100,25 +98,15 @@ for name, (solver, per_update) in solvers(game_name).items():
 def ab(roots, game_name, batch, updates, repeats, rounds):
     """A/B of source trees (module docstring): rates per tree and solver over rounds."""
     rates = {}  # (root, solver) -> [(wall, cpu)]
-    for r in range(rounds):
-        for root in roots:
-            with open("/proc/loadavg") as f:
-                load = f.read().split()[0]
-            env = dict(os.environ, PYTHONPATH=root)
-            out = subprocess.run(
-                [sys.executable, "-c", _AB_CODE, game_name, str(batch), str(updates), str(repeats)],
-                capture_output=True,
-                text=True,
-                cwd=root,
-                env=env,
-            )
-            if out.returncode != 0:
-                raise RuntimeError(f"{root}: {out.stderr[-2000:]}")
-            got = re.findall(r"^AB (\S+) (\d+) (\d+)$", out.stdout, re.M)
-            for name, wall, cpu in got:
-                rates.setdefault((root, name), []).append((float(wall), float(cpu)))
-            line = ", ".join(f"{n} {float(w):,.0f}/s wall {float(c):,.0f}/cpu-s" for n, w, c in got)
-            print(f"round {r + 1} {root} (load {load}): {line}", flush=True)
+    args = [game_name, str(batch), str(updates), str(repeats)]
+    for r, root, load, out in in_trees(roots, rounds, _AB_CODE, args):
+        if out.returncode != 0:
+            raise RuntimeError(f"{root}: {out.stderr[-2000:]}")
+        got = re.findall(r"^AB (\S+) (\d+) (\d+)$", out.stdout, re.M)
+        for name, wall, cpu in got:
+            rates.setdefault((root, name), []).append((float(wall), float(cpu)))
+        line = ", ".join(f"{n} {float(w):,.0f}/s wall {float(c):,.0f}/cpu-s" for n, w, c in got)
+        print(f"round {r} {root} (load {load:.2f}): {line}", flush=True)
     rows = []
     names = sorted({n for _, n in rates}, key=list(solvers(game_name)).index)
     for name in names:
