@@ -292,7 +292,8 @@ def regret_pruning(
         its own reach in the average falls to C / sqrt(t) (the paper: 0.01 to 0.1).
       check_every: k >= 1, iterations between checks (1 = every iteration).
       check_rule: ``"worst_case"``, ``"paper"`` or ``"eager"`` (module docstring): which branches a
-        check starts and ends when k > 1 (Total and Interval RBP; the same for k = 1).
+        check starts and ends when k > 1 (Total RBP only: any other value with another
+        ``pruning`` raises; the same iterates for k = 1).
       count_nodes: count nodes touched per iteration (a few gathers over the H
         histories per iteration; off for speed measurements).
     Returns:
@@ -363,7 +364,7 @@ def regret_pruning(
     if check_rule != "worst_case":  # the old hyperparams (and cache keys) unchanged
         hyperparams += (("check_rule", check_rule),)
     k = check_every
-    paper = check_rule in ("paper", "eager")
+    paper = check_rule != "worst_case"  # "paper" or "eager": ends only where (9) fails
     # iterations of worst-case growth a start needs as slack: k - 1 (worst case), the
     # paper's T' >= 1, or none (eager) (k = 1: 0 under every rule, the every-iteration rule)
     margin = {"worst_case": k - 1, "paper": min(k - 1, 1), "eager": 0}[check_rule]
