@@ -1,5 +1,6 @@
 """The reproduction CLI: discovery, listing, bad input, and the report it writes."""
 
+import numpy as np
 import pytest
 
 from experiments.reproduce import Context, Target, _cli, targets
@@ -37,3 +38,23 @@ def test_confidence_intervals_by_hand():
     assert mean == 2.0 and half == pytest.approx(12.7062, rel=1e-4)
     rate, _ = win_rate_ci95([1.0, -1.0, 0.0, 2.0])  # 1 + 0 + 0.5 + 1 = 2.5 of 4
     assert rate == pytest.approx(62.5)
+
+
+@pytest.mark.slow  # ~20 s: three compiles of an ISMCTS search and NashConv
+def test_root_curve_resumed_from_its_checkpoint_equals_an_unbroken_one(tmp_path):
+    """Fig. 3 root curves save the search state after every checkpoint; a rerun with
+    more checkpoints continues from the saved one and gives the unbroken run's curve."""
+    import jax
+
+    import games_tensor as gt
+    import jaxcfr
+    from experiments.reproduce.oos import _root_curve
+
+    game, bot, key = gt.load("kuhn_poker"), jaxcfr.ismcts("rm"), jax.random.key(3)
+    whole, _ = _root_curve(game, bot, 2, [20, 50, 90], key)
+    ckpt = tmp_path / "curve.npz"
+    first, _ = _root_curve(game, bot, 2, [20, 50], key, ckpt=ckpt)
+    resumed, seconds = _root_curve(game, bot, 2, [20, 50, 90], key, ckpt=ckpt)
+    np.testing.assert_array_equal(first, whole[:2])
+    np.testing.assert_array_equal(resumed, whole)
+    assert seconds > 0

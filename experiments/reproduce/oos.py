@@ -11,6 +11,8 @@ iterations/s). Seconds per move on this machine follow from
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import time
 
 import jax
@@ -273,8 +275,14 @@ def _fig4_large_text(ctx: Context) -> str:
 
 
 # ---------------------------------------------------------------- Fig. 3 root
-def _root_curve(game, bot, seeds, checkpoints, key):
-    """NashConv of the searcher's root strategy at each checkpoint, per seed [C, S]."""
+def _root_curve(game, bot, seeds, checkpoints, key, ckpt=None, name="bot"):
+    """NashConv of the searcher's root strategy at each checkpoint, per seed [C, S].
+
+    ckpt: a ``.npz`` path; after every checkpoint the batched search state, the curve so
+    far and the seconds spent are saved there, and a rerun resumes from the last one (the
+    search keys fold in the checkpoint's index, so a resumed curve equals an unbroken one).
+    Returns ``(curve [C, S], seconds)``: the search and evaluation time of all segments.
+    """
     fallback = fixed_random_policy(game, seed=0)
     states = jax.vmap(lambda _: bot.init(game))(jnp.arange(seeds))
     keys = jax.random.split(key, seeds)
@@ -288,13 +296,29 @@ def _root_curve(game, bot, seeds, checkpoints, key):
 
         return jax.lax.map(one, states)
 
-    out, done = [], 0
+    out, done, earlier = [], 0, 0.0
+    if ckpt is not None and ckpt.exists():
+        data = np.load(ckpt)
+        leaves = [jnp.asarray(data[f"leaf{i}"]) for i in range(len(jax.tree.leaves(states)))]
+        states = jax.tree.unflatten(jax.tree.structure(states), leaves)
+        out, earlier = list(data["curve"]), float(data["seconds"])
+        done = checkpoints[len(out) - 1]
+    t0 = time.perf_counter()
     for c, n in enumerate(checkpoints):
+        if c < len(out):
+            continue
         step_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, c)
         states = run(game, states, jaxcfr.root_view(), step_keys, jnp.asarray(n - done))
         done = n
         out.append(np.asarray(evaluate(states)))
-    return np.stack(out)
+        if ckpt is not None:
+            leaves = {f"leaf{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(states))}
+            tmp = ckpt.with_name(ckpt.stem + ".tmp.npz")
+            seconds = earlier + time.perf_counter() - t0
+            np.savez(tmp, curve=np.stack(out), seconds=np.asarray(seconds), **leaves)
+            os.replace(tmp, ckpt)
+        print(f"  {name}: {n:,} iterations done", file=sys.stderr, flush=True)
+    return np.stack(out), earlier + time.perf_counter() - t0
 
 
 def _fig3_root(ctx: Context) -> str:
@@ -313,6 +337,7 @@ def _fig3_root(ctx: Context) -> str:
         "| game | algorithm | " + " | ".join(f"{n:,}" for n in checkpoints) + " |",
         "|---|---|" + "---|" * len(checkpoints),
     ]
+    times = []
     for g_i, label in enumerate(games):
         game, _ = _load(label)
         fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -324,7 +349,12 @@ def _fig3_root(ctx: Context) -> str:
             ]
         ):
             key = jax.random.fold_in(jax.random.key(ctx.key), 10 * g_i + a_i)
-            nc = _root_curve(game, bot, seeds, checkpoints, key)
+            mode = "quick" if ctx.quick else "full"
+            ckpt = ctx.out / f"root-{mode}-key{ctx.key}-{g_i}-{a_i}.npz"
+            nc, seconds = _root_curve(
+                game, bot, seeds, checkpoints, key, ckpt=ckpt, name=f"{label} {name}"
+            )
+            times.append(f"{label} {name} {seconds:,.0f} s")
             stats = [mean_ci95(row) for row in nc]
             m = np.array([s[0] for s in stats])
             h = np.array([s[1] for s in stats])
@@ -340,6 +370,10 @@ def _fig3_root(ctx: Context) -> str:
         )
         plt.close(fig)
     lines += [
+        "",
+        "Wall-clock seconds per curve (search and exact evaluation, compile included, "
+        "summed over resumed segments; the state is saved under `--out` after every "
+        "checkpoint, so a rerun resumes): " + "; ".join(times) + ".",
         "",
         "Paper (Fig. 3 a, d, h; no numbers in the text): OOS converges fastest and reaches "
         "the exact equilibrium; UCT's frequencies first improve, then become more "
