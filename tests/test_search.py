@@ -359,6 +359,36 @@ def test_bytes_per_match_and_table_rows():
     assert jaxcfr.search.bytes_per_match(game, jaxcfr.oos(), jaxcfr.random_bot()) == oos_bytes + 4
 
 
+def test_ismcts_rows_in_memory_are_the_visited_rows():
+    """The invariant compiled ISMCTS-UCT selection relies on (it tells "in memory" from
+    the visits row, not the mask): after searches from the root and from an infoset,
+    a row is marked in memory iff its visit counts are not all zero (the mask is still
+    kept; ``strategy`` returns it)."""
+    game = _game("kuhn_poker")
+    h = int(np.nonzero(np.asarray(game.node_player) == 1)[0][0])  # a P2 history
+    for selection in ("uct",):
+        bot = jaxcfr.ismcts(selection)
+        search = jax.jit(bot.search)  # one compile for both calls
+        st = search(game, bot.init(game), jaxcfr.root_view(), jax.random.key(0), 7)
+        st = search(game, st, jaxcfr.view_of(game, h), jax.random.key(1), 9)
+        visited = np.asarray(st.visits).sum(-1) > 0
+        np.testing.assert_array_equal(np.asarray(st.in_memory), visited)
+        assert 0 < visited.sum() < game.num_infosets  # neither none nor every row
+
+
+def test_search_compiler_options():
+    """Compiled games: no YNNPACK fusions on CPU (the option the MCTS solvers use);
+    the step form keeps its own options."""
+    game = _game("kuhn_poker")
+    opts = _bots.compiler_options(game)
+    if jax.default_backend() == "cpu":
+        assert opts == smp.sampling_compiler_options()
+    else:
+        assert opts is None
+    step = gt.step.load("liars_dice", dice0=1, dice1=1)
+    assert _bots.compiler_options(step) == (smp.step_compiler_options() or None)
+
+
 # ---------------------------------------------------------------- aggregate method
 KUHN_BELOW = {  # OOS paper's aggregate method: an infoset and its own successors
     "P0 card:J | ": {"P0 card:J | ", "P0 card:J | pb"},

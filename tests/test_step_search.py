@@ -127,7 +127,7 @@ def test_a_bot_compiles_its_step_form_search_once_for_both_seats_and_any_budget(
     rnd = jaxcfr.random_bot()
     jaxcfr.play(game, oos, rnd, 4, 5, jax.random.key(0), chunk_size=4)
     jaxcfr.play(game, rnd, oos, 4, 9, jax.random.key(1), chunk_size=4)
-    search = _match._seat_fns(oos, _match._options()).search
+    search = _match._seat_fns(oos, _match._options(game)).search
     assert search._cache_size() == 1
 
 

@@ -31,6 +31,7 @@ import games_tensor as gt
 import jaxcfr
 from experiments.benchmarks.search_step import deep_view
 from jaxcfr.search import _table as tbl
+from jaxcfr.search._bots import compiler_options as search_compiler_options
 
 GAMES = {
     "ld": (
@@ -74,7 +75,11 @@ def _ours(game, bot, batch: int, n: int, view):
     state0 = bot.init(game)
     states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
     keys = jax.random.split(jax.random.key(0), batch)
-    run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), donate_argnums=1)
+    run = jax.jit(
+        jax.vmap(bot.search, (None, 0, None, 0, None)),
+        donate_argnums=1,
+        compiler_options=search_compiler_options(game),
+    )
     num = jnp.asarray(n, jnp.int32)
     t0 = time.perf_counter()
     states = jax.block_until_ready(run(game, states, view, keys, num))

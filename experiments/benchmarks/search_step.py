@@ -32,6 +32,7 @@ import numpy as np
 import games_tensor as gt
 import jaxcfr
 from jaxcfr.search import _table as tbl
+from jaxcfr.search._bots import compiler_options as search_compiler_options
 
 GAMES = {
     "ld": ("liars_dice", {}),
@@ -92,11 +93,15 @@ def main(argv=None) -> int:
             view = jaxcfr.root_view() if args.view == "root" else deep_view(game, b)
             B = args.batch
             if B == 1:
-                run = jax.jit(bot.search)
+                run = jax.jit(bot.search, compiler_options=search_compiler_options(game))
                 keys = [jax.random.key(r) for r in range(3)]
             else:
                 state = jax.vmap(lambda _, b=bot, g=game: b.init(g))(jnp.arange(B))
-                run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)), donate_argnums=1)
+                run = jax.jit(
+                    jax.vmap(bot.search, (None, 0, None, 0, None)),
+                    donate_argnums=1,
+                    compiler_options=search_compiler_options(game),
+                )
                 keys = [jax.random.split(jax.random.key(r), B) for r in range(3)]
             t0 = time.process_time()
             compiled = run.lower(game, state, view, keys[0], jnp.int32(1)).compile()

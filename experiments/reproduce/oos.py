@@ -28,6 +28,7 @@ import jaxcfr  # noqa: E402
 from experiments.reproduce import Context, Target  # noqa: E402
 from experiments.reproduce._stats import mean_ci95, win_rate_ci95  # noqa: E402
 from jaxcfr.search import fixed_random_policy, table_policy  # noqa: E402
+from jaxcfr.search._bots import compiler_options as search_compiler_options  # noqa: E402
 
 PAPER = "Lisý, Lanctot, Bowling, AAMAS 2015"
 ITERATIONS_PER_MOVE = 20_000
@@ -303,7 +304,10 @@ def _root_curve(game, bot, seeds, checkpoints, key, ckpt=None, name="bot"):
     fallback = fixed_random_policy(game, seed=0)
     states = jax.vmap(lambda _: bot.init(game))(jnp.arange(seeds))
     keys = jax.random.split(key, seeds)
-    run = jax.jit(jax.vmap(bot.search, (None, 0, None, 0, None)))
+    run = jax.jit(
+        jax.vmap(bot.search, (None, 0, None, 0, None)),
+        compiler_options=search_compiler_options(game),
+    )
 
     @jax.jit
     def evaluate(states):

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
+from jaxcfr import _sampling as smp
 from jaxcfr._solver import check_count, check_game, check_key
 from jaxcfr.search import _table as tbl
 
@@ -62,6 +63,30 @@ class View(NamedTuple):
     infoset: jax.Array
     public_state: jax.Array
     legal: jax.Array | None = None
+
+
+def compiler_options(game) -> dict | None:
+    """XLA options for jitting a bot's ``search`` (or a match engine that runs it) on
+    ``game``; ``None`` when there are none. Pass as ``jax.jit(..., compiler_options=
+    compiler_options(game))``; ``jaxcfr.play`` and the search benchmarks do.
+
+    Compiled games: :func:`jaxcfr._sampling.sampling_compiler_options` (no YNNPACK
+    fusions on CPU). From about 128 vmapped searchers on, XLA:CPU otherwise hands each
+    trip's ``[B, K, K]`` cdf reduction of ``sample_index`` (and the row sums) to a
+    YNNPACK kernel that it cannot fuse with the ``[B, K, K]`` masked operand: Liar's
+    Dice ISMCTS-UCT at B = 512 spent 17% of a simulation there, and without it runs
+    about 1.3x faster per CPU-second (docs/search.md, "Session 25"). It also makes a
+    searcher's bits independent of how many searchers share its batch (YNNPACK sums
+    the K slots in another order than XLA's sequential one). Step form:
+    :func:`jaxcfr._sampling.step_compiler_options` (unchanged). ``xla_cpu_*`` options
+    are dropped on other backends."""
+    if smp.is_step(game):
+        options = smp.step_compiler_options()
+    else:
+        options = smp.sampling_compiler_options()
+        if jax.default_backend() != "cpu":
+            options = {k: v for k, v in options.items() if not k.startswith("xla_cpu_")}
+    return options or None
 
 
 def view_of(game: Game, history) -> View:

@@ -56,7 +56,10 @@ class ISMCTSState(NamedTuple):
 
     visits: [R, A] n(I, a); values: [R, A] UCT: summed outcomes v(I, a) from I's
     player's view, RM: regrets r(I, a); strategy_sum: [R, A] RM's mean-strategy sums
-    (zeros for UCT); in_memory: [R] bool; iteration: [] int32 simulations so far;
+    (zeros for UCT); in_memory: [R] bool (the rows updated by a simulation are the
+    rows it marks, each with one visit, so a row is in memory iff its visits are not
+    all 0; compiled UCT selection reads its visits row for that and not the mask);
+    iteration: [] int32 simulations so far;
     table: the key -> row hash table (step form, with its ``refusals`` count), None
     for a compiled game.
     """
@@ -123,6 +126,13 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         if any(kinds.players):
             nr = tbl.read_node(game, state, v, dtype)
             player_node, row, mem, uniform = nr.player_node, nr.row, nr.mem, nr.uniform
+            if selection == "uct":
+                n = tbl.read_rows(state.visits, row)
+                if target is None:
+                    # compiled UCT: in memory <=> visited (see ISMCTSState), so the
+                    # visits row read anyway replaces the mask read (one random row
+                    # read less per depth; the mask gather is then dead code)
+                    mem = jnp.any(n > 0)
             tree = player_node & mem & ~playout & ~forced
             reach_new = player_node & ~mem & ~playout & ~forced
             new = reach_new & nr.can_add
@@ -130,7 +140,6 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
             added = jnp.where(new, row, added)
             added_key = jnp.where(new, nr.key, added_key)
             if selection == "uct":
-                n = tbl.read_rows(state.visits, row)
                 val = tbl.read_rows(state.values, row)
                 untried = v.legal & (n == 0)
                 total = jnp.sum(jnp.where(v.legal, n, 0.0))

@@ -208,13 +208,13 @@ def _seat_fns(bot, options) -> _SeatFns:
     )
 
 
-def _options():
-    return tuple(sorted(smp.step_compiler_options().items()))
+def _options(game):
+    return tuple(sorted((_bots.compiler_options(game) or {}).items()))
 
 
 def _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key):
     """One chunk of step-form matches, driven from the host: (u_0 [B], refusals [B, 2])."""
-    opts = _options()
+    opts = _options(game)
     eng = _engine_fns(opts)
     seats = [_seat_fns(b, opts) for b in (bot_p1, bot_p2)]
     keys, h = eng.start(game, key, match_ids)
@@ -238,7 +238,7 @@ def compile_step_engine(game, bot_p1, bot_p2, iterations: int, batch: int) -> li
     """Lower and compile every piece the step-form engine runs for one chunk of
     ``batch`` matches of ``bot_p1`` vs ``bot_p2`` (a bot playing both seats is compiled
     once); returns the ``Compiled`` objects (benchmarks: compile time and size)."""
-    opts = _options()
+    opts = _options(game)
     eng = _engine_fns(opts)
     ids = jnp.arange(batch, dtype=jnp.int32)
     key = jax.random.key(0)
@@ -272,7 +272,7 @@ def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
     driven from the host (``_play_chunk_step``)."""
     if smp.is_step(game):
         return _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key)
-    return _jitted(())(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
+    return _jitted(_options(game))(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
 
 
 @functools.lru_cache(maxsize=None)
