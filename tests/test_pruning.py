@@ -187,6 +187,53 @@ def test_reset_7_8_by_hand(plus):
     np.testing.assert_allclose(float(s.bound[deep, 1]), -11.0, atol=1e-5)
 
 
+@pytest.mark.parametrize("faced_h,discard", [(2.0, False), (0.2, True)])
+def test_discard_uses_the_whole_history_average(faced_h, discard):
+    """The discard test pi_i^{avg}(I, a) <= C / sqrt(t) reads the average over all
+    iterations (the faced-plan sums), not the average sums left after an earlier discard.
+
+    Before iteration t = 4 (C = 0.5, threshold 0.5 / sqrt(4) = 0.25, checks every
+    iteration): P2's (p2, h) is pruned with bound -100 (so (9) holds: U(p2, h) = 3,
+    pi_{-2}(p2) = 1, -97 <= V(p2)); its regrets (-50, 1) make it play t. Its average sums
+    are (0.5, 3) (h's restarted after an earlier discard, small), its faced-plan sums
+    (faced_h, 2). At t = 4 P2 plays t: sums (0.5, 4), plans faced (faced_h, 3).
+    * faced_h = 2: the whole-history reach of h is 2 / 5 = 0.4 > 0.25: kept, S(p2, h)
+      stays 0.5 (the old S test, 0.5 / 4.5 = 0.11 <= 0.25, discarded it).
+    * faced_h = 0.2: 0.2 / 3.2 = 0.0625 <= 0.25: discarded, S(p2, h) = 0.
+    P1 (regrets (5, 0): plays Safe) is not asserted."""
+    game = _dominated()
+    ids = _ids(game)
+    root, p2 = ids["root"], ids["p2"]
+    solver = jaxcfr.cfr(pruning="total", threshold=0.5, check_every=1)
+    s = solver.init(game)
+    regrets = np.zeros((3, 2), np.float32)
+    regrets[root] = (5.0, 0.0)
+    regrets[p2] = (-50.0, 1.0)
+    pruned_mask = np.zeros((3, 2), bool)
+    pruned_mask[p2, 0] = True
+    bound = np.zeros((3, 2), np.float32)
+    bound[p2, 0] = -100.0
+    ssum = np.zeros((3, 2), np.float32)
+    ssum[root] = (3.0, 0.0)
+    ssum[p2] = (0.5, 3.0)
+    faced = np.zeros((3, 2), np.float32)
+    faced[root] = (3.0, 0.0)
+    faced[p2] = (faced_h, 2.0)
+    s = s._replace(
+        regrets=regrets,
+        strategy_sum=ssum,
+        pruned=pruned_mask,
+        bound=bound,
+        plan_sum=faced,
+        iteration=np.int32(3),
+    )
+    s = jax.jit(solver.update)(game, s)
+    assert bool(s.pruned[p2, 0])  # (9) held
+    np.testing.assert_allclose(np.asarray(s.plan_sum[p2]), [faced_h, 3.0])
+    assert bool(s.discarded[p2, 0]) == discard
+    np.testing.assert_allclose(np.asarray(s.strategy_sum[p2]), [0.0 if discard else 0.5, 4.0])
+
+
 @pytest.mark.parametrize(
     "base,mode,rule",
     [

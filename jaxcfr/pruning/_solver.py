@@ -23,9 +23,17 @@ smallest payoff of i reachable after a at I / from I, D(I, a) the own infosets b
   (7) R(I, a) = t CBV(I, a) - V(I) and (8) R(I', a') = t (CBV(I', a') - CBV(I')),
   V(I') = t CBV(I') for I' in D(I, a). Regrets (and V) in D(I, a) are freed (zeroed)
   when pruning starts; the average-strategy sums of a pruned (I, a) and of D(I, a) are
-  discarded when the average's own reach pi_i^{sigma-bar}(I, a) <= C / sqrt(t).
+  discarded when the average's own reach pi_i^{sigma-bar}(I, a) <= C / sqrt(t), with
+  sigma-bar the uniform average of *all* t iterations' plans (the normalized faced-plan
+  sums ``plan_sum``, which are never discarded; for P1 under alternating updates off by
+  one iteration): the sums lost at (I, a) over every discard so far are then at most
+  C sqrt(t) plans, i.e. at most C / sqrt(T) of the average at any later T (CFR; 2 C /
+  sqrt(T) of CFR+'s linear average), the paper's bound. (Until session 25 the test took
+  the reach from the normalized ``strategy_sum``, which after a discard holds only the
+  play since the branch last re-expanded, so a branch cycling through end and re-prune
+  lost all of its average.)
   CBV is the kernel's ``combine_max`` pass against the opponent's average policy
-  (normalized ``strategy_sum`` at the moment of the check). With CFR+ (RM+) the reset
+  (normalized faced-plan sums ``plan_sum`` at the moment of the check). With CFR+ (RM+) the reset
   values are floored at 0 like every RM+ regret; the condition uses V and CBV, not
   the regrets. The paper's CFR+ curves report the best average found so far: the
   solver keeps only the current average; the experiments take the running minimum of
@@ -551,9 +559,13 @@ def regret_pruning(
             b["R"] = jnp.where(below_start_a, 0.0, R).astype(dtype)
             b["V"] = jnp.where(below_start, 0.0, V).astype(dtype)
             b["pruned"] = pr2
-            # discard average sums of pruned branches rare in the average
+            # discard average sums of pruned branches rare in the average: the reach of
+            # the average over *all* iterations so far, from the faced-plan sums X (never
+            # discarded), not from S, which after an earlier discard holds only the play
+            # since the branch last re-expanded (session 25: the S test let a branch that
+            # cycles through end / re-prune lose its whole average, well past C / sqrt(t))
             live3 = over_actions(live2 & ~below_start, shape)
-            avg_plan = _average_plan(game, p, b["S"])
+            avg_plan = _average_plan(game, p, b["X"])
             cut = pr2 & live3 & ~disc & (avg_plan <= threshold / jnp.sqrt(tf))
             disc = disc | cut
             gone = disc | over_actions(_below(game, p, disc), shape)
