@@ -187,19 +187,23 @@ def test_reset_7_8_by_hand(plus):
     np.testing.assert_allclose(float(s.bound[deep, 1]), -11.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("faced_h,discard", [(2.0, False), (0.2, True)])
-def test_discard_uses_the_whole_history_average(faced_h, discard):
-    """The discard test pi_i^{avg}(I, a) <= C / sqrt(t) reads the average over all
-    iterations (the faced-plan sums), not the average sums left after an earlier discard.
+@pytest.mark.parametrize(
+    "faced_h,sum_h,discard", [(2.0, 0.5, False), (0.2, 0.5, True), (0.2, 2.0, False)]
+)
+def test_discard_uses_the_whole_history_average(faced_h, sum_h, discard):
+    """The discard test pi_i^{avg}(I, a) <= C / sqrt(t) must hold for the average over
+    all iterations (the faced-plan sums) and for the stored average sums (which, after an
+    earlier discard, hold only the play since the branch re-expanded).
 
     Before iteration t = 4 (C = 0.5, threshold 0.5 / sqrt(4) = 0.25, checks every
     iteration): P2's (p2, h) is pruned with bound -100 (so (9) holds: U(p2, h) = 3,
     pi_{-2}(p2) = 1, -97 <= V(p2)); its regrets (-50, 1) make it play t. Its average sums
-    are (0.5, 3) (h's restarted after an earlier discard, small), its faced-plan sums
-    (faced_h, 2). At t = 4 P2 plays t: sums (0.5, 4), plans faced (faced_h, 3).
-    * faced_h = 2: the whole-history reach of h is 2 / 5 = 0.4 > 0.25: kept, S(p2, h)
-      stays 0.5 (the old S test, 0.5 / 4.5 = 0.11 <= 0.25, discarded it).
-    * faced_h = 0.2: 0.2 / 3.2 = 0.0625 <= 0.25: discarded, S(p2, h) = 0.
+    are (sum_h, 3), its faced-plan sums (faced_h, 2). At t = 4 P2 plays t: sums
+    (sum_h, 4), plans faced (faced_h, 3).
+    * (2, 0.5): whole-history reach of h 2 / 5 = 0.4 > 0.25: kept, S(p2, h) stays 0.5
+      (the stored average alone, 0.5 / 4.5 = 0.11 <= 0.25, discarded it before session 25).
+    * (0.2, 0.5): 0.2 / 3.2 = 0.0625 and 0.11, both <= 0.25: discarded, S(p2, h) = 0.
+    * (0.2, 2): stored reach 2 / 6 = 0.33 > 0.25: kept.
     P1 (regrets (5, 0): plays Safe) is not asserted."""
     game = _dominated()
     ids = _ids(game)
@@ -215,7 +219,7 @@ def test_discard_uses_the_whole_history_average(faced_h, discard):
     bound[p2, 0] = -100.0
     ssum = np.zeros((3, 2), np.float32)
     ssum[root] = (3.0, 0.0)
-    ssum[p2] = (0.5, 3.0)
+    ssum[p2] = (sum_h, 3.0)
     faced = np.zeros((3, 2), np.float32)
     faced[root] = (3.0, 0.0)
     faced[p2] = (faced_h, 2.0)
@@ -231,7 +235,7 @@ def test_discard_uses_the_whole_history_average(faced_h, discard):
     assert bool(s.pruned[p2, 0])  # (9) held
     np.testing.assert_allclose(np.asarray(s.plan_sum[p2]), [faced_h, 3.0])
     assert bool(s.discarded[p2, 0]) == discard
-    np.testing.assert_allclose(np.asarray(s.strategy_sum[p2]), [0.0 if discard else 0.5, 4.0])
+    np.testing.assert_allclose(np.asarray(s.strategy_sum[p2]), [0.0 if discard else sum_h, 4.0])
 
 
 @pytest.mark.parametrize(
