@@ -187,6 +187,57 @@ def test_reset_7_8_by_hand(plus):
     np.testing.assert_allclose(float(s.bound[deep, 1]), -11.0, atol=1e-5)
 
 
+def test_discard_uses_the_whole_history_average():
+    """The discard test pi_i^{avg}(I, a) <= C / sqrt(t) must hold for the average over
+    all iterations (the faced-plan sums) and for the stored average sums (which, after an
+    earlier discard, hold only the play since the branch re-expanded).
+
+    Before iteration t = 4 (C = 0.5, threshold 0.5 / sqrt(4) = 0.25, checks every
+    iteration): P2's (p2, h) is pruned with bound -100 (so (9) holds: U(p2, h) = 3,
+    pi_{-2}(p2) = 1, -97 <= V(p2)); its regrets (-50, 1) make it play t. Its average sums
+    are (sum_h, 3), its faced-plan sums (faced_h, 2). At t = 4 P2 plays t: sums
+    (sum_h, 4), plans faced (faced_h, 3). Cases (faced_h, sum_h):
+    * (2, 0.5): whole-history reach of h 2 / 5 = 0.4 > 0.25: kept, S(p2, h) stays 0.5
+      (the stored average alone, 0.5 / 4.5 = 0.11 <= 0.25, discarded it before session 25).
+    * (0.2, 0.5): 0.2 / 3.2 = 0.0625 and 0.11, both <= 0.25: discarded, S(p2, h) = 0.
+    * (0.2, 2): stored reach 2 / 6 = 0.33 > 0.25: kept.
+    P1 (regrets (5, 0): plays Safe) is not asserted."""
+    game = _dominated()
+    ids = _ids(game)
+    root, p2 = ids["root"], ids["p2"]
+    solver = jaxcfr.cfr(pruning="total", threshold=0.5, check_every=1)
+    step = jax.jit(solver.update)
+    for faced_h, sum_h, discard in [(2.0, 0.5, False), (0.2, 0.5, True), (0.2, 2.0, False)]:
+        s = solver.init(game)
+        regrets = np.zeros((3, 2), np.float32)
+        regrets[root] = (5.0, 0.0)
+        regrets[p2] = (-50.0, 1.0)
+        pruned_mask = np.zeros((3, 2), bool)
+        pruned_mask[p2, 0] = True
+        bound = np.zeros((3, 2), np.float32)
+        bound[p2, 0] = -100.0
+        ssum = np.zeros((3, 2), np.float32)
+        ssum[root] = (3.0, 0.0)
+        ssum[p2] = (sum_h, 3.0)
+        faced = np.zeros((3, 2), np.float32)
+        faced[root] = (3.0, 0.0)
+        faced[p2] = (faced_h, 2.0)
+        s = s._replace(
+            regrets=regrets,
+            strategy_sum=ssum,
+            pruned=pruned_mask,
+            bound=bound,
+            plan_sum=faced,
+            iteration=np.int32(3),
+        )
+        s = step(game, s)
+        assert bool(s.pruned[p2, 0])  # (9) held
+        np.testing.assert_allclose(np.asarray(s.plan_sum[p2]), [faced_h, 3.0])
+        assert bool(s.discarded[p2, 0]) == discard, (faced_h, sum_h)
+        expect = [0.0 if discard else sum_h, 4.0]
+        np.testing.assert_allclose(np.asarray(s.strategy_sum[p2]), expect)
+
+
 @pytest.mark.parametrize(
     "base,mode,rule",
     [
@@ -322,6 +373,31 @@ def test_live_stretch_stops_where_9_fails():
             np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)), atol=1e-5
         )
     assert np.array_equal(np.asarray(live.pruned), np.asarray(dense.pruned))
+    assert stats["dense"] == 1  # the forced iteration 4 ran in the dense loop
+
+
+@pytest.mark.slow
+def test_live_dense_loop_after_a_forced_check():
+    """After the forced check at 4 (state of :func:`test_live_stretch_stops_where_9_fails`)
+    ``run_live`` runs the window through the check at 10 in the dense loop (7
+    iterations), then stretches to 12: the dense iterates, as without the loop."""
+    game = _dominated()
+    solver = jaxcfr.cfr(pruning="total", threshold=0.0, check_every=10, check_rule="paper")
+    start = _p2_branch_state(solver, game, 0)
+    dense = _iterate(solver, game, 12, start)
+    stats = {}
+    live = pruning.run_live(solver, game, 12, start, stats=stats)
+    assert stats["forced"] >= 1 and stats["dense"] >= 7
+    for name in ("regrets", "strategy_sum", "values_sum", "bound", "plan_sum"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)), atol=1e-5
+        )
+    assert np.array_equal(np.asarray(live.pruned), np.asarray(dense.pruned))
+    # without the dense loop: one host check per forced iteration, the same iterates
+    stats = {}
+    host = pruning.run_live(solver, game, 12, start, stats=stats, dense_after_forced=False)
+    assert stats["dense"] == 0
+    np.testing.assert_allclose(np.asarray(host.regrets), np.asarray(dense.regrets), atol=1e-5)
 
 
 def test_bad_input():

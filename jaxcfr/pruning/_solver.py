@@ -23,9 +23,18 @@ smallest payoff of i reachable after a at I / from I, D(I, a) the own infosets b
   (7) R(I, a) = t CBV(I, a) - V(I) and (8) R(I', a') = t (CBV(I', a') - CBV(I')),
   V(I') = t CBV(I') for I' in D(I, a). Regrets (and V) in D(I, a) are freed (zeroed)
   when pruning starts; the average-strategy sums of a pruned (I, a) and of D(I, a) are
-  discarded when the average's own reach pi_i^{sigma-bar}(I, a) <= C / sqrt(t).
+  discarded when the average's own reach pi_i^{sigma-bar}(I, a) <= C / sqrt(t) both for
+  sigma-bar the uniform average of *all* t iterations' plans (the normalized faced-plan
+  sums ``plan_sum``, which are never discarded; for P1 under alternating updates they
+  lack iteration 1) and for the stored average (normalized ``strategy_sum``: CFR+'s
+  linear one). The first makes the sums lost at (I, a) over every discard so far at most
+  C sqrt(t) plans, i.e. at most C / sqrt(T) of the average at any later T (CFR; 2 C /
+  sqrt(T) of CFR+'s linear average), the paper's bound; the second keeps each discard
+  within C / sqrt(t) of the reported average. (Until session 25 the test read the
+  stored average only, which after a discard holds only the play since the branch last
+  re-expanded, so a branch cycling through end and re-prune lost all of its average.)
   CBV is the kernel's ``combine_max`` pass against the opponent's average policy
-  (normalized ``strategy_sum`` at the moment of the check). With CFR+ (RM+) the reset
+  (normalized faced-plan sums ``plan_sum`` at the moment of the check). With CFR+ (RM+) the reset
   values are floored at 0 like every RM+ regret; the condition uses V and CBV, not
   the regrets. The paper's CFR+ curves report the best average found so far: the
   solver keeps only the current average; the experiments take the running minimum of
@@ -551,10 +560,15 @@ def regret_pruning(
             b["R"] = jnp.where(below_start_a, 0.0, R).astype(dtype)
             b["V"] = jnp.where(below_start, 0.0, V).astype(dtype)
             b["pruned"] = pr2
-            # discard average sums of pruned branches rare in the average
+            # discard average sums of pruned branches rare in the average: rare both in
+            # the average over *all* iterations so far (the faced-plan sums X, never
+            # discarded) and in the stored one (S: CFR+'s linear weights; P1's first
+            # iteration, which X lacks). S alone, after an earlier discard, holds only
+            # the play since the branch last re-expanded (session 25: a branch cycling
+            # through end / re-prune then lost its whole average, far past C / sqrt(t))
             live3 = over_actions(live2 & ~below_start, shape)
-            avg_plan = _average_plan(game, p, b["S"])
-            cut = pr2 & live3 & ~disc & (avg_plan <= threshold / jnp.sqrt(tf))
+            reach = jnp.maximum(_average_plan(game, p, b["X"]), _average_plan(game, p, b["S"]))
+            cut = pr2 & live3 & ~disc & (reach <= threshold / jnp.sqrt(tf))
             disc = disc | cut
             gone = disc | over_actions(_below(game, p, disc), shape)
             b["S"] = jnp.where(gone, 0.0, b["S"]).astype(dtype)
