@@ -10,6 +10,11 @@ copy bandwidth, measured in the same process (best of 5 copies of a 256 MiB floa
 array, numpy and jax, counting read + write). Run it under several source trees with
 ``cd <tree> && python -m experiments.benchmarks traffic``; on a loaded machine only the
 CPU-time columns and ratios in one run mean anything.
+
+The CPU-time fraction (``bytes x it/CPU-s`` against the copy's bytes per CPU-second,
+the jax copy re-measured right after each game's rate, so both come from the same
+minute) is the one that survives load: both sides are CPU time of this process.
+``--bandwidth`` prints only the copy bandwidths (several sizes, wall and CPU time).
 """
 
 from __future__ import annotations
@@ -26,6 +31,21 @@ import games_tensor as gt
 import jaxcfr
 from experiments.catalog import GAMES_MD
 from experiments.sizes import format_table
+
+
+def jax_copy_bandwidth(mib: int = 256, repeats: int = 5) -> tuple[float, float]:
+    """(wall bytes/s, bytes per CPU-second) of a jitted ``x * 2`` over a ``mib`` MiB
+    float32 array, counting read + write, best of ``repeats``."""
+    x = jnp.ones(mib * 2**20 // 4, jnp.float32)
+    f = jax.jit(lambda x: x * 2.0)
+    jax.block_until_ready(f(x))
+    wall = cpu = np.inf
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        jax.block_until_ready(f(x))
+        wall = min(wall, time.perf_counter() - t0)
+        cpu = min(cpu, time.process_time() - c0)
+    return 2 * x.nbytes / wall, 2 * x.nbytes / cpu
 
 
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> tuple[float, float]:
@@ -83,10 +103,17 @@ def main(argv=None):
     )
     parser.add_argument("--games", default="Leduc (suits, OpenSpiel);LD(1,1);II-GS(6)")
     parser.add_argument("--algorithms", default="cfr,cfr_plus")
+    parser.add_argument("--bandwidth", action="store_true", help="only measure the copy bandwidth")
     args = parser.parse_args(argv)
     print(f"load before: {os.getloadavg()}")
     np_bw, jax_bw = copy_bandwidth()
     print(f"copy bandwidth: numpy {np_bw / 1e9:.2f} GB/s, jax {jax_bw / 1e9:.2f} GB/s")
+    if args.bandwidth:
+        for mib in (16, 64, 256, 1024):
+            wall, cpu = jax_copy_bandwidth(mib)
+            print(f"jax copy {mib} MiB: wall {wall / 1e9:.2f} GB/s, {cpu / 1e9:.2f} GB/CPU-s")
+        print(f"load after: {os.getloadavg()}")
+        return
     rows = []
     for label, name, params in GAMES_MD:
         if label not in args.games.split(";"):
@@ -98,6 +125,7 @@ def main(argv=None):
             nbytes = update_bytes(solver, game)
             wall, cpu = update_rate(solver, game, length)
             bw = max(np_bw, jax_bw)
+            _, cpu_bw = jax_copy_bandwidth()  # the same minute as the rate
             rows.append(
                 [
                     label,
@@ -107,6 +135,8 @@ def main(argv=None):
                     f"{cpu:,.0f}",
                     f"{nbytes * wall / 1e9:.2f}",
                     f"{nbytes * wall / bw:.1%}",
+                    f"{cpu_bw / 1e9:.2f}",
+                    f"{nbytes * cpu / cpu_bw:.1%}",
                 ]
             )
             print(" | ".join(rows[-1]), flush=True)
@@ -121,6 +151,8 @@ def main(argv=None):
                 "it / CPU-s",
                 "GB/s achieved (wall)",
                 "of copy bandwidth",
+                "copy GB/CPU-s",
+                "of copy (CPU time)",
             ],
             rows,
         )
