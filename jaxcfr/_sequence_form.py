@@ -97,6 +97,9 @@ def _levels(game: Game, player: int):
 # the padding they save on a small game); II-Goofspiel(5) (0.249 of 49,740) keeps the
 # compact layout it had before session 24 (not re-measured). docs/cfr.md, sessions 22-24.
 COMPACT_FRACTION = 0.6
+GATHER_BROADCAST = True
+WRITE_LEVELS = True
+FLAT_NORMALIZE = True
 COMPACT_MIN_SLOTS = 1 << 15
 
 
@@ -149,7 +152,7 @@ def join_levels(game: Game, pieces, player: int, compact: bool = False, dtype=No
     if not pieces:
         shape = (0,) if compact else (game.num_actions, 0)
         return jnp.zeros(shape, dtype or jnp.result_type(float))
-    if compact and out is not None:
+    if compact and out is not None and WRITE_LEVELS:
         return write_pieces([p.reshape(-1) for p in pieces], out)
     if compact:
         return jnp.concatenate([p.reshape(-1) for p in pieces])
@@ -196,6 +199,15 @@ def over_infosets(game: Game, values: jax.Array, player: int, compact: bool = Fa
     fusions of an LD(1,1) update, docs/cfr.md "Session 25")."""
     if not compact:
         return over_actions(values, (game.num_actions, values.shape[-1]))
+    if not GATHER_BROADCAST:
+        offset = game.player_slice(player).start
+        pieces = [
+            over_actions(values[start - offset : end - offset], (w, end - start))
+            for w, (start, end) in zip(
+                game.meta.compact_widths[player], _levels(game, player), strict=True
+            )
+        ]
+        return jnp.concatenate([p.reshape((-1,) + p.shape[2:]) for p in pieces])
     return take(values, jnp.asarray(slot_infosets(game, player)))
 
 
@@ -213,8 +225,8 @@ def normalize_blocks(game: Game, player: int, weights, legal, uniform, compact: 
     ]
     total = materialized(jnp.concatenate(sums) if sums else jnp.zeros((0,), w.dtype))
     inv = 1.0 / jnp.where(total > 0, total, 1.0)
-    spread = over_infosets(game, jnp.stack([total, inv]).T, player, True)
-    return jnp.where(spread[:, 0] > 0, w * spread[:, 1], uniform.astype(weights.dtype))
+    positive = over_infosets(game, total > 0, player, True)
+    return jnp.where(positive, w * over_infosets(game, inv, player, True), uniform.astype(w.dtype))
 
 
 def by_level(game: Game, player: int, compact: bool, fn, *blocks):
