@@ -149,10 +149,6 @@ def _policy(game, player, regrets, prediction, predictive: bool, view, compact=F
     the prediction)."""
     regrets = regrets + prediction if predictive else regrets
     tol = regret_tolerance(game, regrets.dtype)
-    if compact and sf.FLAT_NORMALIZE:  # regret_matching, sums of sf.normalize_blocks
-        legal, uniform = sf.legal_block(game, player, True), sf.uniform_block(game, player, True)
-        positive = jnp.where(regrets > tol, regrets, jnp.zeros((), regrets.dtype))
-        return sf.normalize_blocks(game, player, positive, legal, uniform, True)
     if compact:
         legal, uniform = sf.legal_block(game, player, True), sf.uniform_block(game, player, True)
     else:

@@ -41,12 +41,10 @@ so no index arithmetic runs in the loop and no joint table of both players is bu
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from games_tensor import Game
 from jaxcfr._solver import (
@@ -97,9 +95,6 @@ def _levels(game: Game, player: int):
 # the padding they save on a small game); II-Goofspiel(5) (0.249 of 49,740) keeps the
 # compact layout it had before session 24 (not re-measured). docs/cfr.md, sessions 22-24.
 COMPACT_FRACTION = 0.6
-GATHER_BROADCAST = True
-WRITE_LEVELS = True
-FLAT_NORMALIZE = True
 COMPACT_MIN_SLOTS = 1 << 15
 
 
@@ -145,88 +140,27 @@ def level_block(game: Game, x: jax.Array, player: int, d: int, compact: bool = F
     return x[off : off + w * (end - start)].reshape(w, end - start)
 
 
-def join_levels(game: Game, pieces, player: int, compact: bool = False, dtype=None, out=None):
-    """The inverse of :func:`level_block`: per-level pieces -> a player's block. In the
-    compact layout, given ``out`` (any array of the block's shape, e.g. an input of the
-    same layout), the pieces are written over it (:func:`write_pieces`)."""
+def join_levels(game: Game, pieces, player: int, compact: bool = False, dtype=None):
+    """The inverse of :func:`level_block`: per-level pieces -> a player's block."""
     if not pieces:
         shape = (0,) if compact else (game.num_actions, 0)
         return jnp.zeros(shape, dtype or jnp.result_type(float))
-    if compact and out is not None and WRITE_LEVELS:
-        return write_pieces([p.reshape(-1) for p in pieces], out)
     if compact:
         return jnp.concatenate([p.reshape(-1) for p in pieces])
     return jnp.concatenate(pieces, axis=1)
 
 
-def write_pieces(pieces, out: jax.Array, start: int = 0) -> jax.Array:
-    """Flat pieces written one after the other (from ``start``) over ``out``: the same
-    values as their concatenation where they cover it, but as in-place
-    dynamic-update-slices, each piece computed in its own loop (over a zero vector
-    instead, XLA turns them into pads and fuses them again). XLA:CPU
-    fuses a concatenation into its operands and consumers and runs that loop element
-    by element with a branch per piece (the largest fusions of an LD(1,1) update,
-    docs/cfr.md "Session 25")."""
-    for p in pieces:
-        out = jax.lax.dynamic_update_slice(out, p.astype(out.dtype), (start,))
-        start += p.shape[0]
-    return out
-
-
-@functools.lru_cache(maxsize=64)
-def _slot_infosets(levels, widths, offset: int) -> np.ndarray:
-    """``[P_p]`` int32: the local infoset (column) of every slot of a player's compact
-    block, padding slots included (static, from the layout's shape alone)."""
-    pieces = [
-        np.tile(np.arange(s, e) - offset, w) for w, (s, e) in zip(widths, levels, strict=True)
-    ]
-    return np.concatenate(pieces).astype(np.int32) if pieces else np.zeros(0, np.int32)
-
-
-def slot_infosets(game: Game, player: int) -> np.ndarray:
-    """``[P_p]``: the infoset column of each slot of ``player``'s compact block."""
-    return _slot_infosets(
-        _levels(game, player), game.meta.compact_widths[player], game.player_slice(player).start
-    )
-
-
 def over_infosets(game: Game, values: jax.Array, player: int, compact: bool = False):
     """Per-infoset ``[n_p]`` values broadcast over each infoset's action slots (the
-    player's block shape; :func:`jaxcfr._solver.over_actions`). In the compact layout
-    one gather over the flat block (:func:`slot_infosets`), not a broadcast per level
-    joined by a concatenation: XLA:CPU fuses such a concatenation into its consumers and
-    runs the whole fused loop element by element with a branch per level (the largest
-    fusions of an LD(1,1) update, docs/cfr.md "Session 25")."""
+    player's block shape; :func:`jaxcfr._solver.over_actions` per level)."""
     if not compact:
         return over_actions(values, (game.num_actions, values.shape[-1]))
-    if not GATHER_BROADCAST:
-        offset = game.player_slice(player).start
-        pieces = [
-            over_actions(values[start - offset : end - offset], (w, end - start))
-            for w, (start, end) in zip(
-                game.meta.compact_widths[player], _levels(game, player), strict=True
-            )
-        ]
-        return jnp.concatenate([p.reshape((-1,) + p.shape[2:]) for p in pieces])
-    return take(values, jnp.asarray(slot_infosets(game, player)))
-
-
-def normalize_blocks(game: Game, player: int, weights, legal, uniform, compact: bool = False):
-    """:func:`jaxcfr._solver.normalize_rows` over the actions of a player's blocks
-    (``[A, n_p]`` or flat compact ``[P_p]``): the same operations per element, the
-    compact layout's per-infoset sums taken per level and broadcast back by
-    :func:`over_infosets` (no concatenation of per-level pieces)."""
-    if not compact:
-        return normalize_rows(weights, legal, uniform, axis=0)
-    w = jnp.where(legal, weights, 0.0)
-    sums = [
-        sum_actions(level_block(game, w, player, d, True), axis=0)
-        for d in range(len(_levels(game, player)))
-    ]
-    total = materialized(jnp.concatenate(sums) if sums else jnp.zeros((0,), w.dtype))
-    inv = 1.0 / jnp.where(total > 0, total, 1.0)
-    positive = over_infosets(game, total > 0, player, True)
-    return jnp.where(positive, w * over_infosets(game, inv, player, True), uniform.astype(w.dtype))
+    pieces = []
+    offset = game.player_slice(player).start
+    for d, (start, end) in enumerate(_levels(game, player)):
+        w = _width(game, player, d, True)
+        pieces.append(over_actions(values[start - offset : end - offset], (w, end - start)))
+    return join_levels(game, pieces, player, True, values.dtype)
 
 
 def by_level(game: Game, player: int, compact: bool, fn, *blocks):
@@ -342,7 +276,7 @@ def plan_block(game: Game, policy_p: jax.Array, player: int, compact: bool = Fal
             cur = over_actions(take(prev, parent_local[start:end]), pol.shape) * pol
         pieces.append(cur)
         prev = cur.reshape(-1)
-    return join_levels(game, pieces, player, compact, policy_p.dtype, policy_p)
+    return join_levels(game, pieces, player, compact, policy_p.dtype)
 
 
 def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
@@ -513,7 +447,7 @@ def bottom_up(
     if not levels:
         empty = join_levels(game, [], player, compact, g.dtype)
         return BottomUp(empty, jnp.zeros((0,), g.dtype), root)
-    action_values = join_levels(game, action_vals, player, compact, g.dtype, g)
+    action_values = join_levels(game, action_vals, player, compact, g.dtype)
     return BottomUp(action_values, jnp.concatenate(infoset_vals), root)
 
 
