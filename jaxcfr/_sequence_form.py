@@ -276,9 +276,10 @@ def plan_block(game: Game, policy_p: jax.Array, player: int, compact: bool = Fal
 
     In a padded compact layout (:func:`_padded`) each level's plan is computed once into
     its own buffer (:func:`jaxcfr._solver.materialized`, the same bits): otherwise
-    XLA:CPU fuses it into the next level's gather, the concatenation of the levels and
-    the payoff gather, and recomputes it in each. LD(1,1) CFR ran 1.16x (CFR+ 1.14x)
-    with it, II-GS(6) 0.95x, interleaved in one process (docs/cfr.md "Session 25")."""
+    XLA:CPU may fuse it into the next level's gather, the concatenation of the levels
+    and the payoff gather, and recompute it in each (assumed, not read in the HLO).
+    LD(1,1) CFR ran 1.16x (CFR+ 1.14x) with it, II-GS(6) 0.95x, interleaved in one
+    process (docs/cfr.md "Session 25")."""
     parent_local = game.compact_parent_local if compact else game.parent_local
     materialize = compact and _padded(game)
     pieces = []
