@@ -308,3 +308,58 @@ def test_ismcts_start_history_is_uniform_over_the_infoset():
     sigma = np.sqrt(n / m * (1 - 1 / m))
     for p, c in counts.items():
         assert abs(c - n / m) < 5 * sigma, (p, c, n / m)
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("ii_goofspiel", {"num_cards": 4}),
+        pytest.param("liars_dice", {"dice0": 1, "dice1": 1}, marks=pytest.mark.slow),
+    ],
+)
+def test_draw_weights_at_own_nodes_keep_the_one_counted_child(name, params):
+    """ISMCTS's forced draw (``_table.step_draw_weights``) uses 0/1 consistent children
+    at the target player's own nodes: with perfect recall exactly one legal child there
+    has a positive completion count (independent source: ``num_completions``, tested
+    against enumeration in test_step_games.py), and it is the consistent one; elsewhere
+    the weights are the counts, and zeros once the target is reached. Checked on every
+    ancestor of the histories of 3 deep target infosets."""
+    sg = gs.load(name, **params)
+    tree = gs.enumerate_tree(sg, keep_states=True)
+    W = smp.num_slots(sg)
+    player = np.asarray(jax.vmap(sg.current_player)(tree.states))
+    parent = np.asarray(tree.parent)
+    keys = np.asarray(tree.info_key)
+    decide = np.nonzero(player >= 0)[0]
+    rng = np.random.default_rng(5)
+    f32 = jnp.float32
+    weights = jax.jit(
+        lambda p, k, v, r: tbl.step_draw_weights(sg, tbl.StepTarget(p, k, False), v, W, r, f32)
+    )
+    counts_fn = jax.jit(lambda p, k, v: tbl.step_completions(sg, tbl.StepTarget(p, k, False), v, W))
+    own_seen = other_seen = 0
+    for h in rng.choice(decide[len(decide) // 2 :], 3, replace=False):
+        target = tbl.StepTarget(jnp.int32(player[h]), jnp.asarray(keys[h]), False)
+        same = np.nonzero((player == player[h]) & (keys == keys[h]).all(axis=1))[0]
+        above = set()
+        for m in same:
+            a = parent[m]
+            while a >= 0:
+                above.add(int(a))
+                a = parent[a]
+        for a in sorted(above):
+            state = jax.tree_util.tree_map(lambda x, a=a: x[a], tree.states)
+            v = smp.read_step(sg, state, W)
+            counts = np.asarray(counts_fn(target.player, target.key, v))
+            got = np.asarray(weights(target.player, target.key, v, jnp.zeros((), bool)))
+            done = np.asarray(weights(target.player, target.key, v, jnp.ones((), bool)))
+            assert (done == 0).all()
+            usable = np.asarray(v.row) > 0
+            if int(player[a]) == int(player[h]):
+                own_seen += 1
+                assert np.count_nonzero(counts[usable] > 0) == 1
+                assert ((got > 0) & usable).tolist() == ((counts > 0) & usable).tolist()
+            else:
+                other_seen += 1
+                np.testing.assert_array_equal(got, counts.astype(np.float32))
+    assert own_seen > 0 and other_seen > 0

@@ -152,7 +152,10 @@ class IIGoofspielStep(StepGame):
         phase = jnp.where(state.phase == TERMINAL, 2, state.phase)
         return self.public_layout.pack({"phase": phase, "outcomes": state.outcomes})
 
-    def consistent(self, state, target_key):
+    def _played_ok(self, state, target_key):
+        """[] bool: ``state`` is live, not past the target's round, and agrees with the
+        target's key on the rounds played and on P1's pending bid (:meth:`consistent`
+        without the check that the rounds still to play can be realized)."""
         n = self.num_cards
         t = self.info_layout.fields_of(target_key)
         player = t["player"][0]
@@ -173,6 +176,17 @@ class IIGoofspielStep(StepGame):
             ~bid | ((rnd < done) & (pending == t_card)),
             ~bid | (rnd == done) | (outcome_p2 == t_out),
         )
+        live = (state.phase >= 0) & (rnd <= done)
+        return live & past_ok & pending_ok
+
+    def consistent(self, state, target_key):
+        n = self.num_cards
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        rounds = jnp.arange(n)
+        done = jnp.sum(t["outcomes"] > 0)  # T: rounds completed in the target
+        rnd = state.round
+        bid = state.phase == 1  # P1 has bid in round s
         # rounds s..T-1 still to play: the opponent's cards in hand must realize the
         # target's outcomes against its own cards (intervals; greedy by right end)
         fixed = bid & (player == 1)  # round s already has the opponent's card
@@ -192,8 +206,7 @@ class IIGoofspielStep(StepGame):
             return ok, avail & ~take
 
         ok, avail = jax.lax.fori_loop(0, n, greedy, (jnp.ones((), bool), avail))
-        live = (state.phase >= 0) & (rnd <= done)
-        return live & past_ok & pending_ok & ok
+        return self._played_ok(state, target_key) & ok
 
     def consistent_children(self, state, target_key, width):
         # Without applying the children. The target player's own move: only the key's
@@ -250,7 +263,10 @@ class IIGoofspielStep(StepGame):
         # f[q, s]: q cards set aside for "below" rounds, s "above" rounds served; an
         # "above" round (card > lo) can take any card past its bound, so a card serves
         # one of the (eligible - s) waiting ones; the "below" rounds whose bound ends at
-        # card x pick among the set-aside cards not yet taken (a falling factorial).
+        # card x pick among the set-aside cards not yet taken: the target player's cards
+        # differ, so at most one "below" round has its bound at x and picks one of the
+        # q - taken cards. The count is 0 exactly when the rounds cannot be realized, so
+        # the state needs only the played-rounds part of :meth:`consistent`.
         n = self.num_cards
         dt = float_dtype()
         t = self.info_layout.fields_of(target_key)
@@ -274,7 +290,6 @@ class IIGoofspielStep(StepGame):
         f = jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0)
         zero_row = jnp.zeros((1, n + 1), dt)
         zero_col = jnp.zeros((n + 1, 1), dt)
-        i = jnp.arange(n)
 
         def card(x, f):  # a lax loop over the cards, not unrolled (compile time)
             eligible = jnp.sum(above & (lo <= x))
@@ -282,11 +297,10 @@ class IIGoofspielStep(StepGame):
             served = jnp.concatenate([zero_col, f[:, :-1]], axis=1)
             served = served * jnp.maximum(eligible - (q[None, :] - 1), 0).astype(dt)
             f = f + jnp.where(avail[x], aside + served, 0.0)
-            m = jnp.sum(below & (hi == x))
+            ends = jnp.any(below & (hi == x))
             taken = jnp.sum(below & (hi < x))
-            # falling factorial (q - taken)(q - taken - 1)...(q - taken - m + 1), 0 if short
-            terms = jnp.where(i[None, :] < m, jnp.maximum(q[:, None] - taken - i[None, :], 0), 1)
-            return f * jnp.prod(terms.astype(dt), axis=1)[:, None]
+            pick = jnp.where(ends, jnp.maximum(q - taken, 0), 1).astype(dt)  # 0 if short
+            return f * pick[:, None]
 
         f = jax.lax.fori_loop(0, n, card, f)
         hit = (q[:, None] == num_below) & (q[None, :] == num_above)
@@ -294,7 +308,7 @@ class IIGoofspielStep(StepGame):
         pending_open = (player == 1) & ((rnd < done) | ((rnd == done) & ~bid))
         extra = jnp.sum(avail) - num_below - num_above
         count = count * jnp.where(pending_open, jnp.maximum(extra, 0), 1).astype(dt)
-        return jnp.where(self.consistent(state, target_key) & ties_ok, count, 0.0)
+        return jnp.where(self._played_ok(state, target_key) & ties_ok, count, 0.0)
 
     @classmethod
     def from_rules_params(cls, num_cards, first_point, decide_last_card):

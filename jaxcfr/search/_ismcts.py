@@ -110,13 +110,9 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         if target is not None:
             reached = reached | tbl.step_member(game, target, v)
             forced = ~reached
-            # the counts weigh only forced draws: once every simulation of the batch has
-            # reached its start infoset, skip them (an unbatched cond, a real branch)
-            counts = jax.lax.cond(
-                smp.batch_all(reached),
-                lambda: jnp.zeros((W,), dtype),
-                lambda: tbl.step_completions(game, target, v, W).astype(dtype),
-            )
+            # the counts weigh only forced draws (skipped once every simulation of the
+            # batch has reached its start infoset; 0/1 at the searcher's own decisions)
+            counts = tbl.step_draw_weights(game, target, v, W, reached, dtype)
             masked = jnp.where(v.row > 0, counts, 0.0)
             forced_row = jnp.where(jnp.sum(masked) > 0, masked, v.row)
         else:

@@ -150,8 +150,9 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         lo, hi, reached, inside = c.lo, c.hi, c.reached, c.inside
         if target is not None:
             if step_form:
-                member, consistent = tbl.step_target(game, target, v, W)
-                reached = c.reached | member
+                reached = c.reached | tbl.step_member(game, target, v)
+                # the children checks matter above T while the trajectory is inside it
+                consistent = tbl.step_children_where(game, target, v, W, ~reached & c.inside)
                 before = ~reached
                 allowed = jnp.where(before, consistent, True)
                 in_part = c.inside
@@ -395,9 +396,9 @@ def _prepare_step(game, state, view, targeting, delta, seed):
             total = jnp.sum(w)
             mean = jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), nr.uniform)
             base = jnp.where(v.code == CHANCE, v.row, smp.pad_actions(mean, kinds.width))
-            member, consistent = tbl.step_target(game, target, v, kinds.width)
-            reached = reached | member
+            reached = reached | tbl.step_member(game, target, v)
             live = ~reached & (v.code != TERMINAL)
+            consistent = tbl.step_children_where(game, target, v, kinds.width, live)
             masked = jnp.where(consistent, base, 0.0)
             tsum = jnp.sum(masked)
             probs = jnp.where(live & (tsum > 0), masked, base)

@@ -43,7 +43,7 @@ from games_tensor import Game
 from games_tensor.step import StepGame
 from games_tensor.step._core import float_dtype
 from jaxcfr import _hash_table as ht
-from jaxcfr._sampling import is_step, materialize
+from jaxcfr._sampling import batch_all, is_step, materialize
 
 DEFAULT_CAPACITY = 1 << 16  # hash-table slots (= rows) of a step-form bot's tables
 PROBES = 16  # probe window of the hash table
@@ -218,17 +218,35 @@ def step_member(game: StepGame, target: StepTarget, v) -> jax.Array:
     return (raw == target.player) & jnp.all(own == target.key)
 
 
+def step_children(game: StepGame, target: StepTarget, v, width: int) -> jax.Array:
+    """[width] bool: which child slots of the step-form walk node ``v`` stay consistent
+    with the target set (``StepGame.consistent_children`` /
+    ``public_consistent_children``: by default one ``apply`` and one check per slot,
+    Liar's Dice and II-Goofspiel from the state and the key; slots beyond the node's
+    actions or outcomes are meaningless, callers mask them by probability 0)."""
+    if target.public:
+        return game.public_consistent_children(v.state, target.key, width)
+    return game.consistent_children(v.state, target.key, width)
+
+
+def step_children_where(game: StepGame, target: StepTarget, v, width: int, needed) -> jax.Array:
+    """:func:`step_children` where ``needed`` ([] bool: the trajectory is above the
+    target and still consistent with it); all True elsewhere. Computed under a
+    ``lax.cond`` on :func:`jaxcfr._sampling.batch_all` (unbatched under ``vmap``, a real
+    branch): once no trajectory of the batch needs them the checks are not run.
+    Callers must not use the result where ``needed`` is False."""
+    return jax.lax.cond(
+        batch_all(~needed),
+        lambda: jnp.ones((width,), bool),
+        lambda: step_children(game, target, v, width),
+    )
+
+
 def step_target(game: StepGame, target: StepTarget, v, width: int):
     """``(member [] bool, allowed [width] bool)`` at the step-form walk node ``v``:
     the node is in the target set (:func:`step_member`), and which child slots stay
-    consistent with it (``StepGame.consistent_children`` /
-    ``public_consistent_children``: by default one ``apply`` and one check per slot,
-    Liar's Dice from the key alone; slots beyond the node's actions or outcomes are
-    meaningless, callers mask them by probability 0)."""
-    member = step_member(game, target, v)
-    if target.public:
-        return member, game.public_consistent_children(v.state, target.key, width)
-    return member, game.consistent_children(v.state, target.key, width)
+    consistent with it (:func:`step_children`)."""
+    return step_member(game, target, v), step_children(game, target, v, width)
 
 
 def step_completions(game: StepGame, target: StepTarget, v, width: int) -> jax.Array:
@@ -242,6 +260,35 @@ def step_completions(game: StepGame, target: StepTarget, v, width: int) -> jax.A
         )
     kids = jax.vmap(game.apply, (None, 0))(v.state, jnp.arange(width, dtype=jnp.int32))
     return jax.vmap(game.num_completions, (0, None))(kids, target.key)
+
+
+def step_draw_weights(game: StepGame, target: StepTarget, v, width: int, reached, dtype):
+    """[width] weights of ISMCTS's forced draw at the step-form walk node ``v`` toward
+    the (infoset) target, for a trajectory that has ``reached`` ([] bool) the target or
+    not: the child slots' completion counts (:func:`step_completions`), which make the
+    draw uniform over the target's histories. Under ``vmap`` two cheaper branches run
+    when every trajectory of the batch allows them (``lax.cond`` on
+    :func:`jaxcfr._sampling.batch_all`, unbatched, a real branch):
+
+    * every trajectory reached the target: zeros (callers use the weights above the
+      target only);
+    * every trajectory not yet there stands at a decision of the target's player: the
+      consistent children (0 / 1; :func:`step_children`). With perfect recall exactly
+      one child of such a node is consistent (the player's own earlier action in the
+      target's histories), the only one with a positive count, so the draw takes the
+      same child (and ``sample_index`` the same slot) as with the counts.
+    """
+    own = (v.code >= 0) & (v.player == target.player)
+    zeros = jnp.zeros((width,), dtype)
+    return jax.lax.cond(
+        batch_all(reached),
+        lambda: zeros,
+        lambda: jax.lax.cond(
+            batch_all(reached | own),
+            lambda: step_children(game, target, v, width).astype(dtype),
+            lambda: step_completions(game, target, v, width).astype(dtype),
+        ),
+    )
 
 
 # ---------------------------------------------------------------- target sets
