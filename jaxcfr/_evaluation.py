@@ -219,7 +219,7 @@ def _player_passes(game: Game, blocks, compact: bool, player: int, combines):
     """Bottom-up passes of ``player`` (one per combine) against the profile's ``blocks``,
     in the kernel's layout (compact where :func:`jaxcfr._sequence_form.uses_compact`)."""
     opp_plan = sf.plan_block(game, blocks[1 - player], 1 - player, compact)
-    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact)
+    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact, grouped=True)
     return [sf.bottom_up(game, g, player, blocks[player], c, g_root, compact) for c in combines]
 
 
@@ -288,7 +288,7 @@ def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
     plans = [materialized(sf.plan_block(game, blocks[p], p, compact)) for p in (0, 1)]
     values = []
     for p in (0, 1):
-        g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact)
+        g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact, grouped=True)
         bu = sf.bottom_up(game, g, p, blocks[p], sf.combine_max, g_root, compact)
         values.append(bu.root_value)
     return jnp.stack(values)
