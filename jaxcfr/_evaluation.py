@@ -208,11 +208,15 @@ def _normalize_block(weights, legal, uniform):
 
 
 def _entries_ok(game: Game, policy: jax.Array, atol: float = DEFAULT_ATOL) -> jax.Array:
-    """Inside jit: every entry of the ``[I, A]`` ``policy`` finite, none below ``-atol``
-    and none above ``atol`` on an illegal action, as one max-reduction over the table."""
+    """Inside jit: no entry of the ``[I, A]`` ``policy`` is NaN or infinite, below
+    ``-atol``, or above ``atol`` on an illegal action, as one any-reduction over the table.
+
+    ``not (badness <= atol)`` is also true for NaN, so no separate finiteness test runs
+    (one comparison per slot; session 25 measured 0.44 against 0.72 ms on II-Goofspiel(6)'s
+    996,012 slots for the max of the masked values). ``+inf`` on a legal action passes
+    here and fails the row sums, which every caller checks with it."""
     p, legal = policy.reshape(-1), game.legal_mask.reshape(-1)  # flat: vectorized loops
-    bad = jnp.where(legal, -p, jnp.abs(p))
-    return jnp.max(jnp.where(jnp.isfinite(p), bad, jnp.inf)) <= atol
+    return ~jnp.any(~(jnp.where(legal, -p, jnp.abs(p)) <= atol))
 
 
 def _player_passes(game: Game, blocks, compact: bool, player: int, combines):

@@ -317,10 +317,12 @@ def _grouped_terminal_values(game: Game, opp_flat: jax.Array, player: int):
     size = compact_size(game, player)
     opp = jnp.concatenate([opp_flat, jnp.ones((2,), opp_flat.dtype)])  # empty, padding: 1
     sums = []
+    pos, pay = game.compact_group_opp, game.compact_group_payoff.astype(opp.dtype)
     for K, n in shapes[player]:
-        pos = game.compact_group_opp[start : start + K * n].reshape(K, n)
-        pay = game.compact_group_payoff[start : start + K * n].reshape(K, n).astype(opp.dtype)
-        sums.append(sum(rounded(take(opp, pos[k]) * pay[k]) for k in range(K)))
+        # row k as a 1-D slice of the flat table (a [K, n] reshape made XLA copy each
+        # group's table into its own buffer first)
+        rows = [slice(start + k * n, start + (k + 1) * n) for k in range(K)]
+        sums.append(sum(rounded(take(opp, pos[r]) * pay[r]) for r in rows))
         start += K * n
     sums.append(jnp.zeros((1,), opp.dtype))
     g = take(jnp.concatenate(sums), game.compact_group_slot[slot_start : slot_start + size + 1])
