@@ -518,7 +518,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         host=host,
         compact_widths=compact["widths"],
         compact_fanout=c_fanout,
-        payoff_groups=None if groups is None else tuple(gr["shapes"] for gr in groups),
+        payoff_groups=None
+        if groups is None
+        else (*(gr["shapes"] for gr in groups), groups[0]["unit"] and groups[1]["unit"]),
     )
     i32 = np.int32
     starts = (0, per_player[0])

@@ -73,7 +73,8 @@ class GameMeta:
     compact_widths: tuple | None = None
     compact_fanout: tuple | None = None
     # per player, the ``(K, n)`` shapes of the fan-in groups of its payoff entries in the
-    # compact layout (games_tensor._table.fanin_groups; ``Game.compact_group_*``); None
+    # compact layout, then the ``unit`` flag (payoffs -1, 0, 1: zeros dropped, signs in the
+    # positions) (games_tensor._table.fanin_groups; ``Game.compact_group_*``); None
     # where the game has payoff blocks or a copy's payoff list differs from the compiled
     # one (the pruning and chance-sampled copies), which then use the segment sum
     payoff_groups: tuple | None = None

@@ -178,16 +178,26 @@ def fanin_groups(own: np.ndarray, opp: np.ndarray, payoff: np.ndarray, size: int
     group's ``j``-th sequence in their order in ``own`` (a stable sort), so summing the
     rows in order adds exactly as a sequential segment sum does (the same bits).
 
-    Returns a dict: ``shapes`` (``((K, n), ...)``, by increasing ``K``), ``opp`` and
+    Unit payoffs (every entry -1, 0 or 1, as in II-Goofspiel): the zero entries are
+    dropped and a -1 entry's opponent position is moved by ``opp_size + 2``, into a negated
+    copy of the opponent's plan placed after the plan and its two fill slots, so a cell is
+    one gather and no product (``x * 1`` and ``x * -1`` are exact: the same sums, up to the
+    sign of a zero); ``unit`` says so.
+
+    Returns a dict: ``unit``, ``shapes`` (``((K, n), ...)``, by increasing ``K``), ``opp`` and
     ``payoff`` (the tables flattened and concatenated group after group, int32 and
     float64) and ``slot`` ``[size + 1]`` int32: where each own position's sum lands in
     the concatenated group sums ``[sum_j n_j]`` followed by one zero (``sum_j n_j``: no
     entry)."""
     own = np.asarray(own, np.int64)
-    keep = own <= size
+    payoff = np.asarray(payoff, np.float64)
+    unit = bool(np.isin(payoff, (-1.0, 0.0, 1.0)).all())
+    keep = (own <= size) & ((payoff != 0) if unit else True)
     own = own[keep]
     opp = np.asarray(opp, np.int64)[keep]
-    payoff = np.asarray(payoff, np.float64)[keep]
+    payoff = payoff[keep]
+    if unit:  # -1 entries read the negated copy of the opponent's plan
+        opp = np.where(payoff < 0, opp + opp_size + 2, opp)
     order = np.argsort(own, kind="stable")
     own, opp, payoff = own[order], opp[order], payoff[order]
     count = np.bincount(own, minlength=size + 1)
@@ -205,6 +215,7 @@ def fanin_groups(own: np.ndarray, opp: np.ndarray, payoff: np.ndarray, size: int
         placed += seqs.size
     slot[count == 0] = placed
     return {
+        "unit": unit,
         "shapes": tuple(shapes),
         "opp": (np.concatenate(opps) if opps else np.zeros(0)).astype(np.int32),
         "payoff": np.concatenate(pays) if pays else np.zeros(0),

@@ -310,19 +310,27 @@ def _grouped_terminal_values(game: Game, opp_flat: jax.Array, player: int):
     summed row after row (one fused loop per group: ``K`` gathers of the opponent's plan,
     products and adds, no scatter and no zero fill); one gather puts the group sums in
     the own block's order. Rows are summed in the entries' order, so the result has the
-    bits of the segment sum."""
+    bits of the segment sum (unit payoffs: up to the sign of a zero sum, as the zero
+    entries are dropped; a cell is then one gather of the plan or its negated copy).
+    ``shapes[2]``, the unit flag, is ``game.meta.payoff_groups[2]``."""
     shapes = game.meta.payoff_groups
     start = sum(K * n for K, n in shapes[0]) if player == 1 else 0
     slot_start = compact_size(game, 0) + 1 if player == 1 else 0
     size = compact_size(game, player)
     opp = jnp.concatenate([opp_flat, jnp.ones((2,), opp_flat.dtype)])  # empty, padding: 1
+    unit = shapes[2]
+    if unit:  # payoffs -1, 0, 1: a -1 entry reads the negated copy (fanin_groups)
+        opp = jnp.concatenate([opp, -opp])
     sums = []
     pos, pay = game.compact_group_opp, game.compact_group_payoff.astype(opp.dtype)
     for K, n in shapes[player]:
         # row k as a 1-D slice of the flat table (a [K, n] reshape made XLA copy each
         # group's table into its own buffer first)
         rows = [slice(start + k * n, start + (k + 1) * n) for k in range(K)]
-        sums.append(sum(rounded(take(opp, pos[r]) * pay[r]) for r in rows))
+        if unit:
+            sums.append(sum(take(opp, pos[r]) for r in rows))
+        else:
+            sums.append(sum(rounded(take(opp, pos[r]) * pay[r]) for r in rows))
         start += K * n
     sums.append(jnp.zeros((1,), opp.dtype))
     g = take(jnp.concatenate(sums), game.compact_group_slot[slot_start : slot_start + size + 1])

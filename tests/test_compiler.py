@@ -352,7 +352,9 @@ def test_fanin_groups(game):
     for each of its own sequences, exactly that sequence's K payoff entries (the
     opponent's compact position and the payoff signed for the owner) in their order in
     the sf list; ``compact_group_slot`` sends every own slot to its sequence's column, or
-    to the zero after the groups when it has no entry. Games with payoff blocks carry none."""
+    to the zero after the groups when it has no entry. With unit payoffs (-1, 0, 1) the
+    zero entries are dropped and a -1 entry's position points into the negated copy of the
+    opponent's plan (``opp_size + 2`` further). Games with payoff blocks carry none."""
     if game.meta.num_payoff_blocks:
         assert game.meta.payoff_groups is None
         assert _np(game.compact_group_opp).size == 0
@@ -366,6 +368,8 @@ def test_fanin_groups(game):
     slot_all = _np(game.compact_group_slot)
     payoff = game.meta.host["sf_payoff"]
     start, slot_start = 0, 0
+    unit = game.meta.payoff_groups[2]
+    assert unit == bool(np.isin(payoff, (-1.0, 0.0, 1.0)).all())
     for p, sign in ((0, 1.0), (1, -1.0)):
         own = _np(game.compact_sf_own0 if p == 0 else game.compact_sf_own1)
         opp = _np(game.compact_sf_own1 if p == 0 else game.compact_sf_own0)
@@ -379,7 +383,13 @@ def test_fanin_groups(game):
         columns.append([])
         for s in range(sizes[p] + 1):
             z = np.nonzero(own == s)[0]
-            want = [(int(opp[i]), np.float32(sign * payoff[i])) for i in z]
+            want = []
+            for i in z:
+                v = sign * payoff[i]
+                if unit and v == 0:  # unit payoffs: zeros dropped, -1 read from -x
+                    continue
+                shift = sizes[1 - p] + 2 if unit and v < 0 else 0
+                want.append((int(opp[i]) + shift, np.float32(v)))
             got = [(int(a), np.float32(b)) for a, b in columns[slot[s]]]
             assert got == want, (p, s)
         slot_start += sizes[p] + 1

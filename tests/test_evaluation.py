@@ -306,7 +306,9 @@ def test_invalid_policy_inside_jit_gives_nan_in_either_layout(monkeypatch, compa
 def test_fanin_groups_give_the_segment_sums_bits():
     """The exact evaluation's payoff sums by fan-in group (``_sequence_form.own_terminal_values``
     with ``grouped``) equal the segment sum of the CFR update bit for bit (same entries, same
-    order of the adds), in the compact layout of II-Goofspiel(4); a chance-sampled copy, whose
+    order of the adds; II-Goofspiel's unit payoffs: a zero's sign may differ, which
+    ``assert_array_equal`` does not see), in the compact layout of II-Goofspiel(4); a
+    chance-sampled copy, whose
     payoffs differ from the compiled groups, carries none (it takes the segment sum)."""
     from jaxcfr import _chance_sampling
     from jaxcfr import _sequence_form as sf
