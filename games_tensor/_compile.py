@@ -29,6 +29,7 @@ from games_tensor._table import (
     block_positions,
     compact_layout,
     compact_positions,
+    fanin_groups,
     level_children,
     level_parent_positions,
 )
@@ -477,6 +478,22 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     children, fanout = level_children(parent_local, levels, A)
     compact = compact_layout(legal_mask, parent_seq, levels)
     c_children, c_fanout = level_children(compact["parent_local"], levels, A, compact["widths"])
+    groups = None
+    if blocks[2].shape[0] == 0:  # a game with payoff blocks sums its block rows instead
+        c_own = [
+            compact_positions(compact, s, compact["sizes"][p], n_inf, A)
+            for p, s in enumerate((sf_seq0, sf_seq1))
+        ]
+        groups = [
+            fanin_groups(
+                c_own[p],
+                c_own[1 - p],
+                sign * sf_payoff,
+                compact["sizes"][p],
+                compact["sizes"][1 - p],
+            )
+            for p, sign in ((0, 1.0), (1, -1.0))
+        ]
     meta = GameMeta(
         name=rules.name,
         params=tuple(sorted(rules.params().items())),
@@ -501,6 +518,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         host=host,
         compact_widths=compact["widths"],
         compact_fanout=c_fanout,
+        payoff_groups=None
+        if groups is None
+        else (*(gr["shapes"] for gr in groups), groups[0]["unit"] and groups[1]["unit"]),
     )
     i32 = np.int32
     starts = (0, per_player[0])
@@ -530,6 +550,10 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     c_parent_own = np.concatenate(
         [np.asarray(cown(parent_seq[starts[p] : starts[p] + per_player[p]], p)) for p in (0, 1)]
     )
+
+    def group_cat(key, dtype):  # both players' fan-in group tables, player 0 first
+        return np.concatenate([gr[key] for gr in groups]) if groups else np.zeros(0, dtype)
+
     game = Game(
         legal_mask=jnp.asarray(legal_mask),
         legal_uniform=jnp.asarray(uniform, dtype=fdt),
@@ -562,6 +586,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         compact_sf_own1=cown(sf_seq1, 1),
         compact_block_row_own=cown(blocks[0], 0),
         compact_block_col_own=cown(blocks[1], 1),
+        compact_group_opp=jnp.asarray(group_cat("opp", np.int32)),
+        compact_group_payoff=jnp.asarray(group_cat("payoff", np.float64), dtype=fdt),
+        compact_group_slot=jnp.asarray(group_cat("slot", np.int32)),
         node_player=jnp.asarray(node_player.astype(i32)),
         node_infoset=jnp.asarray(node_infoset),
         node_children=jnp.asarray(node_children),

@@ -72,6 +72,12 @@ class GameMeta:
     # fields (the pruning sub-games), which then run in the [A, n_p] layout
     compact_widths: tuple | None = None
     compact_fanout: tuple | None = None
+    # per player, the ``(K, n)`` shapes of the fan-in groups of its payoff entries in the
+    # compact layout, then the ``unit`` flag (payoffs -1, 0, 1: zeros dropped, signs in the
+    # positions) (games_tensor._table.fanin_groups; ``Game.compact_group_*``); None
+    # where the game has payoff blocks or a copy's payoff list differs from the compiled
+    # one (the pruning and chance-sampled copies), which then use the segment sum
+    payoff_groups: tuple | None = None
 
     def _key(self):
         return (
@@ -93,6 +99,7 @@ class GameMeta:
             self.fingerprint,
             self.compact_widths,
             self.compact_fanout,
+            self.payoff_groups,
         )
 
     def __eq__(self, other):
@@ -134,6 +141,9 @@ _DATA_FIELDS = (
     "compact_sf_own1",
     "compact_block_row_own",
     "compact_block_col_own",
+    "compact_group_opp",
+    "compact_group_payoff",
+    "compact_group_slot",
     "node_player",
     "node_infoset",
     "node_children",
@@ -195,6 +205,11 @@ class Game:
     compact_sf_own1: jax.Array  # [Zs] int32
     compact_block_row_own: jax.Array  # [G, R] int32
     compact_block_col_own: jax.Array  # [G, C] int32
+    # --- the payoff entries grouped by the fan-in of their own sequence, per player (player
+    #     0's groups, then player 1's; shapes in meta.payoff_groups; empty without them) ---
+    compact_group_opp: jax.Array  # [N_0 + N_1] int32: the opponent's compact position
+    compact_group_payoff: jax.Array  # [N_0 + N_1] float: the payoff, signed for the owner
+    compact_group_slot: jax.Array  # [P_0 + 1 + P_1 + 1] int32: own slot -> group sum
     # --- history tree (breadth-first level layout) ---
     node_player: jax.Array  # [H] int32: 0, 1, CHANCE (-1) or TERMINAL (-4)
     node_infoset: jax.Array  # [H] int32: infoset id at player nodes, -1 elsewhere

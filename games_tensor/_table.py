@@ -163,3 +163,61 @@ def compact_positions(layout: dict, seq: np.ndarray, size: int, num_infosets: in
     pos = layout["local"][inside // A, inside % A]
     pos = np.where(seq == empty, size, np.where(seq > empty, size + 1, pos))
     return pos.astype(np.int32)
+
+
+def fanin_groups(own: np.ndarray, opp: np.ndarray, payoff: np.ndarray, size: int, opp_size: int):
+    """The payoff entries of one player grouped by the fan-in of their own sequence, so
+    that the terminal values ``g(s) = sum_{z: own(z) = s} x_opp(opp(z)) * payoff(z)`` are
+    dense sums instead of a scatter-add (a fan-in-grouped gather table, CSR-like).
+
+    ``own`` ``[Zs]``: positions in the player's own block ``[0, size]`` (``size`` the
+    empty sequence; ``size + 1``, padding, is dropped); ``opp`` ``[Zs]``: the opponent's
+    positions (``[0, opp_size + 1]``, read as in ``block_positions``); ``payoff`` ``[Zs]``
+    (already signed for the player). Own sequences with the same fan-in ``K`` (number of
+    entries) form one group, a ``[K, n]`` table: column ``j`` lists the entries of the
+    group's ``j``-th sequence in their order in ``own`` (a stable sort), so summing the
+    rows in order adds exactly as a sequential segment sum does (the same bits).
+
+    Unit payoffs (every entry -1, 0 or 1, as in II-Goofspiel): the zero entries are
+    dropped and a -1 entry's opponent position is moved by ``opp_size + 2``, into a negated
+    copy of the opponent's plan placed after the plan and its two fill slots, so a cell is
+    one gather and no product (``x * 1`` and ``x * -1`` are exact: the same sums, up to the
+    sign of a zero); ``unit`` says so.
+
+    Returns a dict: ``unit``, ``shapes`` (``((K, n), ...)``, by increasing ``K``), ``opp`` and
+    ``payoff`` (the tables flattened and concatenated group after group, int32 and
+    float64) and ``slot`` ``[size + 1]`` int32: where each own position's sum lands in
+    the concatenated group sums ``[sum_j n_j]`` followed by one zero (``sum_j n_j``: no
+    entry)."""
+    own = np.asarray(own, np.int64)
+    payoff = np.asarray(payoff, np.float64)
+    unit = bool(np.isin(payoff, (-1.0, 0.0, 1.0)).all())
+    keep = (own <= size) & ((payoff != 0) if unit else True)
+    own = own[keep]
+    opp = np.asarray(opp, np.int64)[keep]
+    payoff = payoff[keep]
+    if unit:  # -1 entries read the negated copy of the opponent's plan
+        opp = np.where(payoff < 0, opp + opp_size + 2, opp)
+    order = np.argsort(own, kind="stable")
+    own, opp, payoff = own[order], opp[order], payoff[order]
+    count = np.bincount(own, minlength=size + 1)
+    first = np.concatenate([[0], np.cumsum(count)[:-1]])
+    shapes, opps, pays = [], [], []
+    slot = np.zeros(size + 1, np.int64)
+    placed = 0
+    for K in np.unique(count[count > 0]):
+        seqs = np.nonzero(count == K)[0]
+        cells = first[seqs][None, :] + np.arange(K)[:, None]  # [K, n] entry ids
+        opps.append(opp[cells].reshape(-1))
+        pays.append(payoff[cells].reshape(-1))
+        slot[seqs] = placed + np.arange(seqs.size)
+        shapes.append((int(K), int(seqs.size)))
+        placed += seqs.size
+    slot[count == 0] = placed
+    return {
+        "unit": unit,
+        "shapes": tuple(shapes),
+        "opp": (np.concatenate(opps) if opps else np.zeros(0)).astype(np.int32),
+        "payoff": np.concatenate(pays) if pays else np.zeros(0),
+        "slot": slot.astype(np.int32),
+    }

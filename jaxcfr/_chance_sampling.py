@@ -145,4 +145,6 @@ def sampled_game(game: Game, key: jax.Array) -> Game:
     payoff = materialized(lay.entries(util))
     if lay.cells is not None:
         blocks = materialized(blocks)
-    return dataclasses.replace(game, sf_payoff=payoff, block_payoff=blocks)
+    # the compiled fan-in groups hold the full payoffs: dropped (game.meta.payoff_groups)
+    meta = dataclasses.replace(game.meta, payoff_groups=None)
+    return dataclasses.replace(game, sf_payoff=payoff, block_payoff=blocks, meta=meta)

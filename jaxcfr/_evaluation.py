@@ -208,18 +208,22 @@ def _normalize_block(weights, legal, uniform):
 
 
 def _entries_ok(game: Game, policy: jax.Array, atol: float = DEFAULT_ATOL) -> jax.Array:
-    """Inside jit: every entry of the ``[I, A]`` ``policy`` finite, none below ``-atol``
-    and none above ``atol`` on an illegal action, as one max-reduction over the table."""
+    """Inside jit: no entry of the ``[I, A]`` ``policy`` is NaN or infinite, below
+    ``-atol``, or above ``atol`` on an illegal action, as one any-reduction over the table.
+
+    ``not (badness <= atol)`` is also true for NaN, so no separate finiteness test runs
+    (one comparison per slot; session 25 measured 0.44 against 0.72 ms on II-Goofspiel(6)'s
+    996,012 slots for the max of the masked values). ``+inf`` on a legal action passes
+    here and fails the row sums, which every caller checks with it."""
     p, legal = policy.reshape(-1), game.legal_mask.reshape(-1)  # flat: vectorized loops
-    bad = jnp.where(legal, -p, jnp.abs(p))
-    return jnp.max(jnp.where(jnp.isfinite(p), bad, jnp.inf)) <= atol
+    return ~jnp.any(~(jnp.where(legal, -p, jnp.abs(p)) <= atol))
 
 
 def _player_passes(game: Game, blocks, compact: bool, player: int, combines):
     """Bottom-up passes of ``player`` (one per combine) against the profile's ``blocks``,
     in the kernel's layout (compact where :func:`jaxcfr._sequence_form.uses_compact`)."""
     opp_plan = sf.plan_block(game, blocks[1 - player], 1 - player, compact)
-    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact)
+    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact, grouped=True)
     return [sf.bottom_up(game, g, player, blocks[player], c, g_root, compact) for c in combines]
 
 
@@ -288,7 +292,7 @@ def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
     plans = [materialized(sf.plan_block(game, blocks[p], p, compact)) for p in (0, 1)]
     values = []
     for p in (0, 1):
-        g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact)
+        g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact, grouped=True)
         bu = sf.bottom_up(game, g, p, blocks[p], sf.combine_max, g_root, compact)
         values.append(bu.root_value)
     return jnp.stack(values)

@@ -314,7 +314,50 @@ def own_reach_block(game: Game, plan_p: jax.Array, player: int, compact: bool = 
     return take_near(flat(plan_p), parent_own[game.player_slice(player)], 1.0)
 
 
-def own_terminal_values(game: Game, opp_plan: jax.Array, player: int, compact: bool = False):
+def uses_groups(game: Game, compact: bool) -> bool:
+    """Whether :func:`own_terminal_values` can sum the payoff entries by fan-in group
+    (static): the compact layout of a game that carries the compiled groups
+    (``game.meta.payoff_groups``, games without payoff blocks)."""
+    return compact and game.meta.payoff_groups is not None
+
+
+def _grouped_terminal_values(game: Game, opp_flat: jax.Array, player: int):
+    """:func:`own_terminal_values` through the fan-in groups (compact layout, no payoff
+    blocks; ``games_tensor._table.fanin_groups``): each group of own sequences with ``K``
+    payoff entries is a ``[K, n]`` table of the opponent's positions and signed payoffs,
+    summed row after row (one fused loop per group: ``K`` gathers of the opponent's plan,
+    products and adds, no scatter and no zero fill); one gather puts the group sums in
+    the own block's order. Rows are summed in the entries' order, so the result has the
+    bits of the segment sum (unit payoffs: up to the sign of a zero sum, as the zero
+    entries are dropped; a cell is then one gather of the plan or its negated copy).
+    ``shapes[2]``, the unit flag, is ``game.meta.payoff_groups[2]``."""
+    shapes = game.meta.payoff_groups
+    start = sum(K * n for K, n in shapes[0]) if player == 1 else 0
+    slot_start = compact_size(game, 0) + 1 if player == 1 else 0
+    size = compact_size(game, player)
+    opp = jnp.concatenate([opp_flat, jnp.ones((2,), opp_flat.dtype)])  # empty, padding: 1
+    unit = shapes[2]
+    if unit:  # payoffs -1, 0, 1: a -1 entry reads the negated copy (fanin_groups)
+        opp = jnp.concatenate([opp, -opp])
+    sums = []
+    pos, pay = game.compact_group_opp, game.compact_group_payoff.astype(opp.dtype)
+    for K, n in shapes[player]:
+        # row k as a 1-D slice of the flat table (a [K, n] reshape made XLA copy each
+        # group's table into its own buffer first)
+        rows = [slice(start + k * n, start + (k + 1) * n) for k in range(K)]
+        if unit:
+            sums.append(sum(take(opp, pos[r]) for r in rows))
+        else:
+            sums.append(sum(rounded(take(opp, pos[r]) * pay[r]) for r in rows))
+        start += K * n
+    sums.append(jnp.zeros((1,), opp.dtype))
+    g = take(jnp.concatenate(sums), game.compact_group_slot[slot_start : slot_start + size + 1])
+    return g[:size], g[size]
+
+
+def own_terminal_values(
+    game: Game, opp_plan: jax.Array, player: int, compact: bool = False, grouped: bool = False
+):
     """``g_p`` on ``player``'s own sequences, from the opponent's ``[A, n_{-p}]`` plan block
     alone: returns ``(g [A, n_p], g_root)``, ``g_root`` the sum over payoff entries at
     ``player``'s empty sequence (with ``compact``: flat ``[P_{-p}]`` in, ``[P_p]`` out,
@@ -325,7 +368,11 @@ def own_terminal_values(game: Game, opp_plan: jax.Array, player: int, compact: b
     With payoff blocks (``game.meta.num_payoff_blocks > 0``) this is G small dense
     matrix-vector products, unrolled over the small block axis (no dot: XLA:CPU runs
     tiny batched dots through its thread pool, slower here), and a scatter of G*R (or
-    G*C) values; otherwise one segment sum over the Zs payoff entries."""
+    G*C) values; otherwise one segment sum over the Zs payoff entries, or with
+    ``grouped`` where :func:`uses_groups` (the exact evaluation), dense sums per fan-in
+    group (:func:`_grouped_terminal_values`, the same bits)."""
+    if grouped and uses_groups(game, compact):
+        return _grouped_terminal_values(game, flat(opp_plan), player)
     A = game.num_actions
     n = game.meta.infosets_per_player[player]
     size = compact_size(game, player) if compact else A * n

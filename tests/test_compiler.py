@@ -344,3 +344,53 @@ def test_compact_layout(game):
         sf_seq = _np(game.sf_seq0 if p == 0 else game.sf_seq1)
         own = _np(game.compact_sf_own0 if p == 0 else game.compact_sf_own1)
         np.testing.assert_array_equal(seq_of(own, p), np.minimum(sf_seq, n_inf * A + 1))
+
+
+def test_fanin_groups(game):
+    """The payoff entries grouped by the fan-in of their own sequence
+    (``games_tensor._table.fanin_groups``): per player, each group's ``[K, n]`` table lists,
+    for each of its own sequences, exactly that sequence's K payoff entries (the
+    opponent's compact position and the payoff signed for the owner) in their order in
+    the sf list; ``compact_group_slot`` sends every own slot to its sequence's column, or
+    to the zero after the groups when it has no entry. With unit payoffs (-1, 0, 1) the
+    zero entries are dropped and a -1 entry's position points into the negated copy of the
+    opponent's plan (``opp_size + 2`` further). Games with payoff blocks carry none."""
+    if game.meta.num_payoff_blocks:
+        assert game.meta.payoff_groups is None
+        assert _np(game.compact_group_opp).size == 0
+        return
+    widths = game.meta.compact_widths
+    sizes = [
+        sum(w * (e - s) for w, (s, e) in zip(widths[p], lv, strict=True))
+        for p, lv in enumerate(game.meta.infoset_levels)
+    ]
+    opp_all, pay_all = _np(game.compact_group_opp), _np(game.compact_group_payoff)
+    slot_all = _np(game.compact_group_slot)
+    payoff = game.meta.host["sf_payoff"]
+    start, slot_start = 0, 0
+    unit = game.meta.payoff_groups[2]
+    assert unit == bool(np.isin(payoff, (-1.0, 0.0, 1.0)).all())
+    for p, sign in ((0, 1.0), (1, -1.0)):
+        own = _np(game.compact_sf_own0 if p == 0 else game.compact_sf_own1)
+        opp = _np(game.compact_sf_own1 if p == 0 else game.compact_sf_own0)
+        slot = slot_all[slot_start : slot_start + sizes[p] + 1]
+        columns = []  # (entries of one own sequence as (opp, payoff) pairs)
+        for K, n in game.meta.payoff_groups[p]:
+            o = opp_all[start : start + K * n].reshape(K, n)
+            v = pay_all[start : start + K * n].reshape(K, n)
+            columns += [list(zip(o[:, j], v[:, j], strict=True)) for j in range(n)]
+            start += K * n
+        columns.append([])
+        for s in range(sizes[p] + 1):
+            z = np.nonzero(own == s)[0]
+            want = []
+            for i in z:
+                v = sign * payoff[i]
+                if unit and v == 0:  # unit payoffs: zeros dropped, -1 read from -x
+                    continue
+                shift = sizes[1 - p] + 2 if unit and v < 0 else 0
+                want.append((int(opp[i]) + shift, np.float32(v)))
+            got = [(int(a), np.float32(b)) for a, b in columns[slot[s]]]
+            assert got == want, (p, s)
+        slot_start += sizes[p] + 1
+    assert start == opp_all.size

@@ -303,6 +303,31 @@ def test_invalid_policy_inside_jit_gives_nan_in_either_layout(monkeypatch, compa
     assert np.isfinite(br[4]).all()
 
 
+def test_fanin_groups_give_the_segment_sums_bits():
+    """The exact evaluation's payoff sums by fan-in group (``_sequence_form.own_terminal_values``
+    with ``grouped``) equal the segment sum of the CFR update bit for bit (same entries, same
+    order of the adds; II-Goofspiel's unit payoffs: a zero's sign may differ, which
+    ``assert_array_equal`` does not see), in the compact layout of II-Goofspiel(4); a
+    chance-sampled copy, whose
+    payoffs differ from the compiled groups, carries none (it takes the segment sum)."""
+    from jaxcfr import _chance_sampling
+    from jaxcfr import _sequence_form as sf
+
+    game = gt.load("ii_goofspiel", num_cards=4)
+    assert sf.uses_groups(game, True)
+    rng = np.random.default_rng(3)
+    for p in (0, 1):
+        opp = jnp.asarray(rng.random(sf.compact_size(game, 1 - p)), game.sf_payoff.dtype)
+        want = jax.jit(lambda g, x, p=p: sf.own_terminal_values(g, x, p, True))(game, opp)
+        got = jax.jit(lambda g, x, p=p: sf.own_terminal_values(g, x, p, True, grouped=True))(
+            game, opp
+        )
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    sampled = _chance_sampling.sampled_game(game, jax.random.key(0))
+    assert not sf.uses_groups(sampled, True)
+
+
 def test_bad_player(kuhn):
     with pytest.raises(ValueError, match="player"):
         jaxcfr.best_response(kuhn, gt.uniform_policy(kuhn), 2)

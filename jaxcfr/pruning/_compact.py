@@ -39,7 +39,10 @@ def compact_game(game: Game, pruned, *, min_size: int = 1024) -> Game:
         x = np.asarray(x)
         return jnp.asarray(np.concatenate([x[keep], np.zeros(size - n, x.dtype)]))
 
-    meta = dataclasses.replace(game.meta, num_payoff_blocks=0, num_sf_terminals=size)
+    # the fan-in groups describe the full payoff list: dropped (the segment sum runs)
+    meta = dataclasses.replace(
+        game.meta, num_payoff_blocks=0, num_sf_terminals=size, payoff_groups=None
+    )
     no_i = jnp.zeros((0, 1), jnp.int32)
     return dataclasses.replace(
         game,
@@ -57,5 +60,8 @@ def compact_game(game: Game, pruned, *, min_size: int = 1024) -> Game:
         block_payoff=jnp.zeros((0, 1, 1), game.sf_payoff.dtype),
         block_row_own=no_i,
         block_col_own=no_i,
+        compact_group_opp=jnp.zeros((0,), jnp.int32),
+        compact_group_payoff=jnp.zeros((0,), game.sf_payoff.dtype),
+        compact_group_slot=jnp.zeros((0,), jnp.int32),
         meta=meta,
     )
