@@ -66,7 +66,12 @@ def jit_options(solver) -> dict | None:
     """``solver.compiler_options`` for ``jax.jit(..., compiler_options=...)`` on the
     current backend: ``xla_cpu_*`` options are kept only on CPU; ``None`` when none
     remain. Called when jitting, so building a solver never starts a JAX backend."""
-    options = dict(getattr(solver, "compiler_options", ()))
+    return backend_options(dict(getattr(solver, "compiler_options", ())))
+
+
+def backend_options(options: dict) -> dict | None:
+    """XLA ``options`` for the current backend: ``xla_cpu_*`` ones are kept only on CPU;
+    ``None`` when none remain (what ``jax.jit(..., compiler_options=...)`` takes)."""
     if options and jax.default_backend() != "cpu":
         options = {k: v for k, v in options.items() if not k.startswith("xla_cpu_")}
     return options or None

@@ -359,3 +359,49 @@ def test_payoff_blocks_equal_segment_sums(x64, name):
             strict=True,
         ):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-14)
+
+
+def test_fanin_groups_with_non_unit_payoffs_give_the_entry_sums():
+    """The grouped payoff sums' general branch (payoffs other than -1, 0, 1: a product
+    per cell). No registered game without payoff blocks has such payoffs, so II-GS(4)'s
+    groups are rebuilt from its payoffs times 2.5 (``fanin_groups`` on the compact
+    positions, as the compiler does) and the sums are checked against a plain
+    ``np.add.at`` over the scaled entries, in float64."""
+    import dataclasses
+
+    from games_tensor._table import fanin_groups
+    from jaxcfr import _sequence_form as sf
+
+    game = gt.load("ii_goofspiel", num_cards=4)
+    own = [np.asarray(game.compact_sf_own0), np.asarray(game.compact_sf_own1)]
+    size = [sf.compact_size(game, p) for p in (0, 1)]
+    payoff = 2.5 * np.asarray(game.meta.host["sf_payoff"], np.float64)
+    groups = [
+        fanin_groups(own[p], own[1 - p], sign * payoff, size[p], size[1 - p])
+        for p, sign in ((0, 1.0), (1, -1.0))
+    ]
+    assert not groups[0]["unit"]
+
+    def cat(key):
+        return jnp.asarray(np.concatenate([g[key] for g in groups]))
+
+    scaled = dataclasses.replace(
+        game,
+        compact_group_opp=cat("opp"),
+        compact_group_payoff=cat("payoff").astype(game.sf_payoff.dtype),
+        compact_group_slot=cat("slot"),
+        meta=dataclasses.replace(
+            game.meta, payoff_groups=(groups[0]["shapes"], groups[1]["shapes"], False)
+        ),
+    )
+    rng = np.random.default_rng(5)
+    for p, sign in ((0, 1.0), (1, -1.0)):
+        x = rng.random(size[1 - p])
+        got, got_root = jax.jit(
+            lambda g, x, p=p: sf.own_terminal_values(g, x, p, True, grouped=True)
+        )(scaled, jnp.asarray(x, game.sf_payoff.dtype))
+        plan = np.concatenate([x, [1.0, 1.0]])  # the empty sequence and padding read 1
+        want = np.zeros(size[p] + 2)
+        np.add.at(want, own[p], sign * payoff * plan[own[1 - p]])
+        np.testing.assert_allclose(np.asarray(got), want[: size[p]], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(float(got_root), want[size[p]], rtol=1e-5, atol=1e-5)

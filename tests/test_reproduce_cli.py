@@ -54,7 +54,8 @@ def test_root_curve_resumed_from_its_checkpoint_equals_an_unbroken_one(tmp_path)
     whole, _ = _root_curve(game, bot, 2, [20, 50, 90], key)
     ckpt = tmp_path / "curve.npz"
     first, _ = _root_curve(game, bot, 2, [20, 50], key, ckpt=ckpt)
-    resumed, seconds = _root_curve(game, bot, 2, [20, 50, 90], key, ckpt=ckpt)
+    resumed, _ = _root_curve(game, bot, 2, [20, 50, 90], key, ckpt=ckpt)
     np.testing.assert_array_equal(first, whole[:2])
     np.testing.assert_array_equal(resumed, whole)
-    assert seconds > 0
+    with pytest.raises(ValueError, match="not a prefix"):  # other checkpoints: refused
+        _root_curve(game, bot, 2, [30, 60, 90], key, ckpt=ckpt)

@@ -26,7 +26,7 @@ from test_mccfr import _assert_unbiased, _expected_increments, _fixed_regrets, _
 import games_tensor as gt
 import jaxcfr
 from jaxcfr import _sampling as smp
-from jaxcfr.search import _bots, _oos
+from jaxcfr.search import _bots, _match, _oos
 from jaxcfr.search import _table as tbl
 
 
@@ -366,27 +366,26 @@ def test_ismcts_rows_in_memory_are_the_visited_rows():
     kept; ``strategy`` returns it)."""
     game = _game("kuhn_poker")
     h = int(np.nonzero(np.asarray(game.node_player) == 1)[0][0])  # a P2 history
-    for selection in ("uct",):
-        bot = jaxcfr.ismcts(selection)
-        search = jax.jit(bot.search)  # one compile for both calls
-        st = search(game, bot.init(game), jaxcfr.root_view(), jax.random.key(0), 7)
-        st = search(game, st, jaxcfr.view_of(game, h), jax.random.key(1), 9)
-        visited = np.asarray(st.visits).sum(-1) > 0
-        np.testing.assert_array_equal(np.asarray(st.in_memory), visited)
-        assert 0 < visited.sum() < game.num_infosets  # neither none nor every row
+    bot = jaxcfr.ismcts("uct")
+    search = jax.jit(bot.search)  # one compile for both calls
+    st = search(game, bot.init(game), jaxcfr.root_view(), jax.random.key(0), 7)
+    st = search(game, st, jaxcfr.view_of(game, h), jax.random.key(1), 9)
+    visited = np.asarray(st.visits).sum(-1) > 0
+    np.testing.assert_array_equal(np.asarray(st.in_memory), visited)
+    assert 0 < visited.sum() < game.num_infosets  # neither none nor every row
 
 
 def test_search_compiler_options():
     """Compiled games: no YNNPACK fusions on CPU (the option the MCTS solvers use);
     the step form keeps its own options."""
     game = _game("kuhn_poker")
-    opts = _bots.compiler_options(game)
-    if jax.default_backend() == "cpu":
-        assert opts == smp.sampling_compiler_options()
-    else:
-        assert opts is None
+    cpu = jax.default_backend() == "cpu"
+    no_ynn = {"xla_cpu_experimental_ynn_fusion_type": ""} if cpu else None
+    assert jaxcfr.search.compiler_options(game) == no_ynn
+    assert dict(_match._options(game)) == (no_ynn or {})  # what jaxcfr.play jits with
     step = gt.step.load("liars_dice", dice0=1, dice1=1)
-    assert _bots.compiler_options(step) == (smp.step_compiler_options() or None)
+    old_emitters = {"xla_cpu_use_fusion_emitters": False} if cpu else None
+    assert jaxcfr.search.compiler_options(step) == old_emitters
 
 
 # ---------------------------------------------------------------- aggregate method

@@ -31,7 +31,7 @@ import games_tensor as gt
 import jaxcfr
 from experiments.benchmarks.search_step import deep_view
 from jaxcfr.search import _table as tbl
-from jaxcfr.search._bots import compiler_options as search_compiler_options
+from jaxcfr.search import compiler_options as search_compiler_options
 
 GAMES = {
     "ld": (

@@ -32,7 +32,7 @@ import numpy as np
 import games_tensor as gt
 import jaxcfr
 from jaxcfr.search import _table as tbl
-from jaxcfr.search._bots import compiler_options as search_compiler_options
+from jaxcfr.search import compiler_options as search_compiler_options
 
 GAMES = {
     "ld": ("liars_dice", {}),

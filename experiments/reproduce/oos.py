@@ -27,8 +27,8 @@ import games_tensor as gt  # noqa: E402
 import jaxcfr  # noqa: E402
 from experiments.reproduce import Context, Target  # noqa: E402
 from experiments.reproduce._stats import mean_ci95, win_rate_ci95  # noqa: E402
+from jaxcfr.search import compiler_options as search_compiler_options  # noqa: E402
 from jaxcfr.search import fixed_random_policy, table_policy  # noqa: E402
-from jaxcfr.search._bots import compiler_options as search_compiler_options  # noqa: E402
 
 PAPER = "Lisý, Lanctot, Bowling, AAMAS 2015"
 ITERATIONS_PER_MOVE = 20_000
@@ -59,6 +59,19 @@ PAPER_FIG4 = {
         [(-2.17, 0.20), (-2.22, 0.54), (-3.24, 0.55), (1.07, 0.61)],
     ],
 }
+
+
+def _slug(label: str) -> str:
+    """A file-name form of a game label: ``LD(1,1)`` -> ``LD_1_1``."""
+    return label.replace("(", "_").replace(")", "").replace(",", "_")
+
+
+def _save_npz(path, **arrays) -> None:
+    """Write ``path`` atomically (a temporary file, then ``os.replace``), so an
+    interrupted run never leaves a truncated cache that every rerun would fail on."""
+    tmp = path.with_name(path.stem + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
 
 
 def _load(label):
@@ -106,15 +119,18 @@ def _fig4(ctx: Context) -> str:
             key = jax.random.fold_in(jax.random.key(ctx.key), 100 * g_i + 10 * NAMES.index(r))
             key = jax.random.fold_in(key, NAMES.index(c))
             mode = "quick" if ctx.quick else "full"
-            cache = ctx.out / f"fig4-small-{mode}-key{ctx.key}-{g_i}-{r}-{c}.npz"
+            # the name holds every setting the cell depends on: a changed setting
+            # never reuses a stale cell
+            cell = f"{_slug(label)}-{matches}m-{iters}it-key{ctx.key}-{r}-{c}"
+            cache = ctx.out / f"fig4-small-{mode}-{cell}.npz"
             if cache.exists():  # a finished cell: a rerun resumes after it
-                saved = np.load(cache)
-                u, dt = saved["u"], float(saved["seconds"])
+                with np.load(cache) as saved:
+                    u, dt = saved["u"], float(saved["seconds"])
             else:
                 t0 = time.time()
                 u = jaxcfr.play(game, _bot(r, targeting), _bot(c, targeting), matches, iters, key)
                 u, dt = np.asarray(u), time.time() - t0
-                np.savez(cache, u=u, seconds=np.asarray(dt))
+                _save_npz(cache, u=u, seconds=np.asarray(dt))
             u = u.astype(np.float64)
             if value is None:
                 table[r, c] = win_rate_ci95(u)
@@ -249,12 +265,12 @@ def _large_tables(ctx: Context, settings, tag: str, key_base: int) -> str:
             mode = "quick" if ctx.quick else "full"
             cache = ctx.out / f"fig4-{tag}-{mode}-{g_i}-{r}-{c}.npz"
             if cache.exists():
-                saved = np.load(cache)
-                u, refused = saved["u"], saved["refused"]
+                with np.load(cache) as saved:
+                    u, refused = saved["u"], saved["refused"]
             else:
                 bots = [_large_bot(x, targeting, epsilon, capacity) for x in (r, c)]
                 u, refused = jaxcfr.play(game, *bots, matches, iters, key)
-                np.savez(cache, u=np.asarray(u), refused=np.asarray(refused))
+                _save_npz(cache, u=np.asarray(u), refused=np.asarray(refused))
             u = np.asarray(u, np.float64)
             m, h = mean_ci95(u) if label.startswith("GP") else win_rate_ci95(u)
             dt = time.time() - t0
@@ -297,8 +313,10 @@ def _root_curve(game, bot, seeds, checkpoints, key, ckpt=None, name="bot"):
     """NashConv of the searcher's root strategy at each checkpoint, per seed [C, S].
 
     ckpt: a ``.npz`` path; after every checkpoint the batched search state, the curve so
-    far and the seconds spent are saved there, and a rerun resumes from the last one (the
-    search keys fold in the checkpoint's index, so a resumed curve equals an unbroken one).
+    far, the checkpoints reached and the seconds spent are saved there, and a rerun
+    resumes from the last one (the search keys fold in the checkpoint's index, so a
+    resumed curve equals an unbroken one). A saved run whose seeds or checkpoints are not
+    a prefix of this call's raises ``ValueError`` naming the file (never reused silently).
     Returns ``(curve [C, S], seconds)``: the search and evaluation time of all segments.
     """
     fallback = fixed_random_policy(game, seed=0)
@@ -319,11 +337,19 @@ def _root_curve(game, bot, seeds, checkpoints, key, ckpt=None, name="bot"):
 
     out, done, earlier = [], 0, 0.0
     if ckpt is not None and ckpt.exists():
-        data = np.load(ckpt)
-        leaves = [jnp.asarray(data[f"leaf{i}"]) for i in range(len(jax.tree.leaves(states)))]
+        with np.load(ckpt) as data:
+            reached = [int(n) for n in data["checkpoints"]]
+            curve = data["curve"]
+            if reached != list(checkpoints[: len(reached)]) or curve.shape[1:] != (seeds,):
+                raise ValueError(
+                    f"{ckpt} holds {curve.shape[1]} seeds to checkpoints {reached}, not a "
+                    f"prefix of this run's {seeds} seeds to {list(checkpoints)}; move it away"
+                )
+            n_leaves = len(jax.tree.leaves(states))
+            leaves = [jnp.asarray(data[f"leaf{i}"]) for i in range(n_leaves)]
+            out, earlier = list(curve), float(data["seconds"])
         states = jax.tree.unflatten(jax.tree.structure(states), leaves)
-        out, earlier = list(data["curve"]), float(data["seconds"])
-        done = checkpoints[len(out) - 1]
+        done = reached[-1]
     t0 = time.perf_counter()
     for c, n in enumerate(checkpoints):
         if c < len(out):
@@ -334,10 +360,9 @@ def _root_curve(game, bot, seeds, checkpoints, key, ckpt=None, name="bot"):
         out.append(np.asarray(evaluate(states)))
         if ckpt is not None:
             leaves = {f"leaf{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(states))}
-            tmp = ckpt.with_name(ckpt.stem + ".tmp.npz")
-            seconds = earlier + time.perf_counter() - t0
-            np.savez(tmp, curve=np.stack(out), seconds=np.asarray(seconds), **leaves)
-            os.replace(tmp, ckpt)
+            seconds = np.asarray(earlier + time.perf_counter() - t0)
+            reached = np.asarray(checkpoints[: c + 1])
+            _save_npz(ckpt, curve=np.stack(out), checkpoints=reached, seconds=seconds, **leaves)
         print(f"  {name}: {n:,} iterations done", file=sys.stderr, flush=True)
     return np.stack(out), earlier + time.perf_counter() - t0
 
@@ -371,7 +396,7 @@ def _fig3_root(ctx: Context) -> str:
         ):
             key = jax.random.fold_in(jax.random.key(ctx.key), 10 * g_i + a_i)
             mode = "quick" if ctx.quick else "full"
-            ckpt = ctx.out / f"root-{mode}-key{ctx.key}-{g_i}-{a_i}.npz"
+            ckpt = ctx.out / f"root-{mode}-key{ctx.key}-{_slug(label)}-{name}-{seeds}seeds.npz"
             nc, seconds = _root_curve(
                 game, bot, seeds, checkpoints, key, ckpt=ckpt, name=f"{label} {name}"
             )
@@ -386,9 +411,7 @@ def _fig3_root(ctx: Context) -> str:
         ax.set(xscale="log", yscale="log", xlabel="iterations", ylabel="NashConv", title=label)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(
-            ctx.out / f"root_{label.replace('(', '_').replace(')', '').replace(',', '_')}.png"
-        )
+        fig.savefig(ctx.out / f"root_{_slug(label)}.png")
         plt.close(fig)
     lines += [
         "",

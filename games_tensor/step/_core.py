@@ -248,7 +248,12 @@ class StepGame:
         """[width] bool: :meth:`consistent` of the child by each slot (action or chance
         outcome ``k``) of ``state``; slots that are not legal actions or possible
         outcomes are meaningless (callers mask them). This default applies every
-        child; a game may override it with a check on the key alone (Liar's Dice)."""
+        child; a game may override it with a check on the key alone (Liar's Dice).
+
+        Step games have perfect recall, and ISMCTS's forced draw relies on it
+        (``jaxcfr.search._table.step_draw_weights``): at a decision of the target's own
+        player exactly one child is consistent. A game without perfect recall would
+        bias that draw."""
         kids = jax.vmap(self.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
         return jax.vmap(self.consistent, (0, None))(kids, target_key)
 

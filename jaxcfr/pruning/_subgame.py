@@ -286,6 +286,7 @@ def layout(game: Game, pruned, like: Layout | Shape | None = None) -> Layout | N
         infosets_per_player=(sizes[0], sizes[1]),
         num_sf_terminals=size,
         num_payoff_blocks=0,
+        payoff_groups=None,
         infoset_levels=levels_t,
         child_fanout=fanout,
         num_abstract_infosets=n_new,

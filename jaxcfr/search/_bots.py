@@ -29,7 +29,7 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr import _sampling as smp
-from jaxcfr._solver import check_count, check_game, check_key
+from jaxcfr._solver import backend_options, check_count, check_game, check_key
 from jaxcfr.search import _table as tbl
 
 
@@ -81,12 +81,8 @@ def compiler_options(game) -> dict | None:
     :func:`jaxcfr._sampling.step_compiler_options` (unchanged). ``xla_cpu_*`` options
     are dropped on other backends."""
     if smp.is_step(game):
-        options = smp.step_compiler_options()
-    else:
-        options = smp.sampling_compiler_options()
-        if jax.default_backend() != "cpu":
-            options = {k: v for k, v in options.items() if not k.startswith("xla_cpu_")}
-    return options or None
+        return smp.step_compiler_options() or None
+    return backend_options(smp.sampling_compiler_options())
 
 
 def view_of(game: Game, history) -> View:

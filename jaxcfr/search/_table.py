@@ -23,10 +23,12 @@ one set into the root paths of its histories; in the breadth-first layout the
 histories below any node form a contiguous range of that set, which is how OOS
 restricts a targeted trajectory with two row gathers per depth.
 
-Target sets, step form: no enumeration; :func:`step_target` tells at each node of a
+Target sets, step form: no enumeration; :func:`step_member` tells at each node of a
 walk whether it is a member of the target set (the target infoset's key, or the
-target public state's key, at a player node) and which children stay consistent with
-it (``StepGame.consistent`` / ``public_consistent`` on each child state).
+target public state's key, at a player node), :func:`step_children` (or
+:func:`step_children_where`, which skips it once no trajectory needs it) which children
+stay consistent with it (``StepGame.consistent`` / ``public_consistent`` on each child
+state), and :func:`step_draw_weights` ISMCTS's forced draw toward an infoset target.
 """
 
 from __future__ import annotations
