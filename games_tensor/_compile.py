@@ -479,11 +479,11 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     compact = compact_layout(legal_mask, parent_seq, levels)
     c_children, c_fanout = level_children(compact["parent_local"], levels, A, compact["widths"])
     groups = None
+    c_own = [  # the sf entries' positions in each player's compact [P_p] block
+        compact_positions(compact, s, compact["sizes"][p], n_inf, A)
+        for p, s in enumerate((sf_seq0, sf_seq1))
+    ]
     if blocks[2].shape[0] == 0:  # a game with payoff blocks sums its block rows instead
-        c_own = [
-            compact_positions(compact, s, compact["sizes"][p], n_inf, A)
-            for p, s in enumerate((sf_seq0, sf_seq1))
-        ]
         groups = [
             fanin_groups(
                 c_own[p],
@@ -582,8 +582,8 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         compact_parent_local=jnp.asarray(compact["parent_local"]),
         compact_level_children=jnp.asarray(c_children),
         compact_parent_own=jnp.asarray(c_parent_own),
-        compact_sf_own0=cown(sf_seq0, 0),
-        compact_sf_own1=cown(sf_seq1, 1),
+        compact_sf_own0=jnp.asarray(c_own[0], dtype=jnp.int32),
+        compact_sf_own1=jnp.asarray(c_own[1], dtype=jnp.int32),
         compact_block_row_own=cown(blocks[0], 0),
         compact_block_col_own=cown(blocks[1], 1),
         compact_group_opp=jnp.asarray(group_cat("opp", np.int32)),
