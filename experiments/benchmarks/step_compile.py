@@ -9,8 +9,8 @@ games, the ``oos-fig4-large`` reproduction) goes. Each piece is one ``jax.jit`` 
 match engine's XLA options (``jaxcfr._sampling.step_compiler_options``):
 
 * ``apply``: ``game.apply`` (one step of the rules);
-* ``children``: OOS targeting's consistent children (``step_target``: IST in II-GS,
-  PST otherwise);
+* ``children``: OOS targeting's membership and consistent children (``step_member``
+  and ``step_children``: IST in II-GS, PST otherwise);
 * ``counts``: ISMCTS's start-history weights (``step_completions``:
   ``num_completions`` of every child);
 * ``table``: one hash-table insert (``jaxcfr.search._table``'s table);
@@ -85,7 +85,8 @@ def _pieces(game, targeting, batch, capacity, wanted):
     if "children" in wanted:
 
         def children(s):
-            return tbl.step_target(game, target_c, smp.read_step(game, s, W), W)
+            v = smp.read_step(game, s, W)
+            return tbl.step_member(game, target_c, v), tbl.step_children(game, target_c, v, W)
 
         out["children"] = _compile(jax.vmap(children), states)
     if "counts" in wanted:

@@ -244,13 +244,6 @@ def step_children_where(game: StepGame, target: StepTarget, v, width: int, neede
     )
 
 
-def step_target(game: StepGame, target: StepTarget, v, width: int):
-    """``(member [] bool, allowed [width] bool)`` at the step-form walk node ``v``:
-    the node is in the target set (:func:`step_member`), and which child slots stay
-    consistent with it (:func:`step_children`)."""
-    return step_member(game, target, v), step_children(game, target, v, width)
-
-
 def step_completions(game: StepGame, target: StepTarget, v, width: int) -> jax.Array:
     """[width] float: each child slot's number of the (infoset) target's histories at
     or below it (``StepGame.num_completions``; 0 for the inconsistent ones), the
