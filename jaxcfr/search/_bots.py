@@ -73,9 +73,10 @@ def compiler_options(game) -> dict | None:
     Compiled games: :func:`jaxcfr._sampling.sampling_compiler_options` (no YNNPACK
     fusions on CPU). From about 128 vmapped searchers on, XLA:CPU otherwise hands each
     trip's ``[B, K, K]`` cdf reduction of ``sample_index`` (and the row sums) to a
-    YNNPACK kernel that it cannot fuse with the ``[B, K, K]`` masked operand: Liar's
-    Dice ISMCTS-UCT at B = 512 spent 17% of a simulation there, and without it runs
-    about 1.3x faster per CPU-second (docs/search.md, "Session 25"). It also makes a
+    YNNPACK kernel that it cannot fuse with the ``[B, K, K]`` masked operand (Liar's
+    Dice at B = 512: 1.8-2.0x the iterations per second of the previous session's
+    quiet run of ``python -m experiments.benchmarks search --games ld --batches 512``,
+    which includes the one-row-less UCT change; docs/search.md, "Session 25"). It also makes a
     searcher's bits independent of how many searchers share its batch (YNNPACK sums
     the K slots in another order than XLA's sequential one). Step form:
     :func:`jaxcfr._sampling.step_compiler_options` (unchanged). ``xla_cpu_*`` options
