@@ -160,6 +160,11 @@ def _policy(game, player, regrets, prediction, predictive: bool, view, compact=F
     return sf.by_level(game, player, compact, match, regrets, legal, uniform)
 
 
+# The payoff step sums by fan-in group where the game carries the groups
+# (``sf.uses_groups``: II-Goofspiel in the compact layout), as the exact evaluation does.
+GROUPED = True
+
+
 def _player_update(
     game,
     policy,
@@ -187,7 +192,7 @@ def _player_update(
     docs/imperfect_recall.md "Memory and speed"). (Reading the full average's increment
     from the plan table raised XLA's bytes-accessed estimate and was reverted.)"""
     regrets, ssum, pred = blocks[:3]
-    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact)
+    g, g_root = sf.own_terminal_values(game, opp_plan, player, compact, grouped=GROUPED)
     bu = sf.bottom_up(game, g, player, full_policy, sf.combine_policy, g_root, compact)
     mask = sf.legal_block(game, player, compact)
     value = sf.over_infosets(game, bu.infoset_values, player, compact)
