@@ -477,7 +477,7 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
     parent_local = level_parent_positions(parent_seq, levels, A)
     children, fanout = level_children(parent_local, levels, A)
     compact = compact_layout(legal_mask, parent_seq, levels)
-    c_children, c_fanout = level_children(compact["parent_local"], levels, A, compact["widths"])
+    c_children, c_fanout = level_children(compact["parent_local"], levels, A, compact["pieces"])
     groups = None
     c_own = [  # the sf entries' positions in each player's compact [P_p] block
         compact_positions(compact, s, compact["sizes"][p], n_inf, A)
@@ -517,6 +517,7 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         abstract_keys=abstract_keys,
         host=host,
         compact_widths=compact["widths"],
+        compact_pieces=compact["pieces"],
         compact_fanout=c_fanout,
         payoff_groups=None
         if groups is None
@@ -580,6 +581,9 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         compact_index=jnp.asarray(compact["index"]),
         compact_position=jnp.asarray(compact["position"]),
         compact_parent_local=jnp.asarray(compact["parent_local"]),
+        compact_parent_piece=jnp.asarray(compact["parent_piece"]),
+        compact_order=jnp.asarray(compact["order"]),
+        compact_rank=jnp.asarray(compact["rank"]),
         compact_level_children=jnp.asarray(c_children),
         compact_parent_own=jnp.asarray(c_parent_own),
         compact_sf_own0=jnp.asarray(c_own[0], dtype=jnp.int32),

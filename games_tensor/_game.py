@@ -72,6 +72,9 @@ class GameMeta:
     # fields (the pruning sub-games), which then run in the [A, n_p] layout
     compact_widths: tuple | None = None
     compact_fanout: tuple | None = None
+    # per player, per level, the ``(W, n)`` pieces of the level's flat block (one piece
+    # ``(W_d, n_d)`` where the level is not split by legal count)
+    compact_pieces: tuple | None = None
     # per player, the ``(K, n)`` shapes of the fan-in groups of its payoff entries in the
     # compact layout, then the ``unit`` flag (payoffs -1, 0, 1: zeros dropped, signs in the
     # positions) (games_tensor._table.fanin_groups; ``Game.compact_group_*``); None
@@ -99,6 +102,7 @@ class GameMeta:
             self.fingerprint,
             self.compact_widths,
             self.compact_fanout,
+            self.compact_pieces,
             self.payoff_groups,
         )
 
@@ -135,6 +139,9 @@ _DATA_FIELDS = (
     "compact_index",
     "compact_position",
     "compact_parent_local",
+    "compact_parent_piece",
+    "compact_order",
+    "compact_rank",
     "compact_level_children",
     "compact_parent_own",
     "compact_sf_own0",
@@ -199,6 +206,10 @@ class Game:
     compact_index: jax.Array  # [P_0 + P_1] int32: i*A + a of each slot (padding: I*A)
     compact_position: jax.Array  # [I, A] int32: slot of each legal pair (else P_0 + P_1)
     compact_parent_local: jax.Array  # [I] int32: parent_local in the compact level blocks
+    # levels split by legal count keep their infosets in piece order (compact_layout):
+    compact_parent_piece: jax.Array  # [I] int32: compact_parent_local in piece order
+    compact_order: jax.Array  # [I] int32: level-local id of each place in piece order
+    compact_rank: jax.Array  # [I] int32: each infoset's place in its level's piece order
     compact_level_children: jax.Array  # [L'] int32: level_children of the compact layout
     compact_parent_own: jax.Array  # [I] int32: parent_own in the owner's compact block
     compact_sf_own0: jax.Array  # [Zs] int32

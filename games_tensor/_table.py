@@ -56,7 +56,7 @@ def child_table(ids: np.ndarray, rows: np.ndarray, K: int, m: int, pad: int) -> 
     return table.reshape(-1)
 
 
-def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int, widths=None):
+def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int, level_pieces=None):
     """Child lists for the bottom-up sums of :func:`level_parent_positions`, where cheap.
 
     For level ``d >= 1`` of a player (``n`` infosets below ``m = A * n_prev`` parent
@@ -66,8 +66,9 @@ def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int, w
     ``K`` gathers from a ``[K, m]`` table of local child ids (padding ``n``, out of
     bounds). Returns the concatenated tables (int32, level by level, player 0 first)
     and the static fan-outs ``((K or 0 per level d >= 1), (...))`` (0: segment sum).
-    ``widths`` (per player, per level) replaces ``A`` as each level's block height (the
-    compact layout, :func:`compact_layout`).
+    ``level_pieces`` (per player, per level, the ``(W, n)`` pieces of the compact layout,
+    :func:`compact_layout`) makes each level's flat block ``sum W * n`` slots instead of
+    ``A * n`` (child ids stay in level order).
     """
     A = num_actions
     pieces, fanouts = [], []
@@ -76,8 +77,10 @@ def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int, w
         for d, ((start, end), (pstart, pend)) in enumerate(
             zip(levels[1:], levels[:-1], strict=True)
         ):
-            width = A if widths is None else widths[p][d]
-            n, m = end - start, width * (pend - pstart)
+            n = end - start
+            m = A * (pend - pstart)
+            if level_pieces is not None:
+                m = sum(w * k for w, k in level_pieces[p][d])
             ids = np.asarray(parent_local[start:end], dtype=np.int64)
             K = int(np.bincount(ids, minlength=m).max()) if n else 0
             if n == 0 or K * m > 4 * n + 2048:
@@ -90,37 +93,91 @@ def level_children(parent_local: np.ndarray, infoset_levels, num_actions: int, w
     return flat.astype(np.int32), tuple(fanouts)
 
 
+# A level of the compact layout is split into pieces by legal count (below) where the
+# pieces keep at most SPLIT_FRACTION of the level's W_d * n_d slots; a piece of fewer
+# than SPLIT_MIN_INFOSETS infosets joins the next wider one (each piece is one more set
+# of small ops per pass). docs/cfr.md "Session 26".
+SPLIT_FRACTION = 0.8
+SPLIT_MIN_INFOSETS = 64
+
+
+def split_level(count: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """One level's infosets (their legal counts ``count``, level order) -> pieces
+    ``(W, local ids)``: infosets bucketed by ``ceil(log2(count))`` (widths 1, 2, 3-4,
+    5-8, ...), narrowest first, each piece as wide as its widest infoset and its
+    infosets in level order; a single piece ``(max count, all)`` where splitting does
+    not keep at most ``SPLIT_FRACTION`` of the slots."""
+    n = count.size
+    whole = [(int(count.max()) if n else 0, np.arange(n))]
+    if n == 0:
+        return whole
+    bucket = np.ceil(np.log2(np.maximum(count, 1))).astype(np.int64)
+    pieces, carry = [], np.zeros(0, np.int64)
+    for b in np.unique(bucket):
+        ids = np.concatenate([carry, np.nonzero(bucket == b)[0]])
+        if ids.size < SPLIT_MIN_INFOSETS and b != bucket.max():
+            carry = ids
+            continue
+        if ids.size < SPLIT_MIN_INFOSETS and pieces:  # the widest bucket: joins the one before
+            ids = np.concatenate([pieces.pop()[1], ids])
+        pieces.append((int(count[ids].max()), np.sort(ids)))
+        carry = np.zeros(0, np.int64)
+    if len(pieces) < 2 or sum(w * ids.size for w, ids in pieces) > SPLIT_FRACTION * whole[0][0] * n:
+        return whole
+    return pieces
+
+
 def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_levels):
     """The kernel's compact layout: each level of a player's sequence tree as a
     ``[W_d, n_d]`` block, ``W_d`` the level's own maximal number of legal actions (not the
     game's ``A``), row ``k`` holding each infoset's ``k``-th legal action (actions
     renumbered by their rank among the infoset's legal ones, so II-Goofspiel's card ids
-    fit); a player's levels are concatenated flat, ``[P_p]`` with
-    ``P_p = sum_d W_d n_d``: slot ``(k, i)`` of level ``d`` is at
-    ``offset_d + k * n_d + i - start_d``.
+    fit); a player's levels are concatenated flat, ``[P_p]``. A level where infosets of
+    very different legal counts would pad most slots is instead the concatenation of
+    pieces ``[W, n]`` (:func:`split_level`; LD(1,1): 55,290 slots instead of 172,026 for
+    49,140 legal pairs), the level's infosets then in *piece order* (piece after piece,
+    level order inside each). Slot ``(k, q)`` of a piece is at
+    ``offset_piece + k * n + q``; an unsplit level is one piece in level order.
 
-    Returns a dict: ``widths`` (per player, per level), ``sizes`` ``(P_0, P_1)``,
-    ``position`` ``[I, A]`` int32 (global slot ``P_0 * p + local`` of each legal pair,
-    ``P_0 + P_1`` for illegal ones), ``index`` ``[P_0 + P_1]`` int32 (the flat ``i*A + a``
-    of each slot, ``I*A`` for padding), ``legal`` ``[P_0 + P_1]`` bool, ``uniform``
-    ``[P_0 + P_1]`` float64, ``parent_local`` ``[I]`` (parent sequence in the previous
-    level's ``[W, n]`` block), and :func:`compact_positions` maps sequence ids."""
+    Returns a dict: ``widths`` (per player, per level: the level's maximal count),
+    ``pieces`` (per player, per level: the ``(W, n)`` of each piece), ``sizes``
+    ``(P_0, P_1)``, ``position`` ``[I, A]`` int32 (global slot ``P_0 * p + local`` of
+    each legal pair, ``P_0 + P_1`` for illegal ones), ``index`` ``[P_0 + P_1]`` int32 (the
+    flat ``i*A + a`` of each slot, ``I*A`` for padding), ``legal`` ``[P_0 + P_1]`` bool,
+    ``uniform`` ``[P_0 + P_1]`` float64, ``parent_local`` ``[I]`` (parent sequence in the
+    previous level's flat block), ``order`` ``[I]`` (per level, the level-local id of the
+    ``q``-th infoset in piece order), ``rank`` ``[I]`` (its inverse: an infoset's place in
+    piece order), ``parent_piece`` ``[I]`` (``parent_local`` in piece order), and
+    :func:`compact_positions` maps sequence ids."""
     legal = np.asarray(legal_mask, dtype=bool)
     n_inf, A = legal.shape
     rank = np.cumsum(legal, axis=1) - 1
     count = legal.sum(axis=1)
-    widths, sizes, local = [], [], np.zeros((n_inf, A), np.int64)
+    widths, all_pieces, sizes = [], [], []
+    local = np.zeros((n_inf, A), np.int64)
+    order = np.zeros(n_inf, np.int64)
+    place = np.zeros(n_inf, np.int64)
+    level_offsets = []
     for levels in infoset_levels:
-        ws, offset = [], 0
+        ws, ps, offs, offset = [], [], [], 0
         for start, end in levels:
             n = end - start
-            w = int(count[start:end].max()) if n else 0
-            ws.append(w)
-            i = np.arange(start, end)[:, None]
-            local[start:end] = offset + rank[start:end] * n + (i - start)
-            offset += w * n
+            ws.append(int(count[start:end].max()) if n else 0)
+            offs.append(offset)
+            pieces, q = [], 0
+            for w, ids in split_level(count[start:end]):
+                rows = np.arange(ids.size)
+                local[start + ids] = offset + rank[start + ids] * ids.size + rows[:, None]
+                order[start + q : start + q + ids.size] = ids
+                place[start + ids] = q + rows
+                pieces.append((w, int(ids.size)))
+                offset += w * ids.size
+                q += ids.size
+            ps.append(tuple(pieces))
         widths.append(tuple(ws))
+        all_pieces.append(tuple(ps))
         sizes.append(offset)
+        level_offsets.append(offs)
     total = sizes[0] + sizes[1]
     player_of = np.zeros(n_inf, np.int64)
     for p, levels in enumerate(infoset_levels):
@@ -137,12 +194,16 @@ def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_level
     uniform[position[ii, aa]] = 1.0 / count[ii]
     parent_seq = np.asarray(parent_seq, np.int64)
     parent_local = np.zeros(n_inf, np.int32)
-    for levels in infoset_levels:
-        for (start, end), (pstart, pend) in zip(levels[1:], levels[:-1], strict=True):
+    parent_piece = np.zeros(n_inf, np.int32)
+    for p, levels in enumerate(infoset_levels):
+        for d in range(1, len(levels)):
+            start, end = levels[d]
             j, b = parent_seq[start:end] // A, parent_seq[start:end] % A
-            parent_local[start:end] = rank[j, b] * (pend - pstart) + j - pstart
+            parent_local[start:end] = local[j, b] - level_offsets[p][d - 1]
+            parent_piece[start:end] = parent_local[start + order[start:end]]
     return {
         "widths": tuple(widths),
+        "pieces": tuple(all_pieces),
         "sizes": tuple(sizes),
         "position": position.astype(np.int32),
         "local": local,
@@ -150,6 +211,9 @@ def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_level
         "legal": c_legal,
         "uniform": uniform,
         "parent_local": parent_local,
+        "order": order.astype(np.int32),
+        "rank": place.astype(np.int32),
+        "parent_piece": parent_piece,
     }
 
 

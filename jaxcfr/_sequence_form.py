@@ -17,9 +17,15 @@ level ``d`` of a player's sequence tree is a ``[W_d, n_d]`` block, ``W_d`` the l
 own widest infoset (not the game's ``A``), row ``k`` an infoset's ``k``-th legal action,
 and a player's levels are concatenated flat into ``[P_p]``
 (``games_tensor._table.compact_layout``; the compiled positions ``game.compact_*``).
-II-Goofspiel(6) keeps 205,596 slots instead of 996,012. Every function below takes
-``compact`` and then reads and returns flat ``[P_p]`` blocks instead of ``[A, n_p]``;
-the arithmetic per legal pair is the same (sums over actions skip only the zeros of
+II-Goofspiel(6) keeps 205,596 slots instead of 996,012. Where a level mixes infosets
+of very different legal counts the compiler splits it into pieces ``[W, n]`` by legal
+count (``meta.compact_pieces``; LD(1,1): 55,788 slots instead of 172,026 for 49,140 legal
+pairs); the kernel runs its per-level work piece by piece, per-infoset values of such a
+level are read and written in the pieces' order (``game.compact_order`` /
+``compact_rank``: one small gather each) and its child sums still add in level order, so
+the results keep the unsplit layout's bits (up to the sign of a zero sum). Every
+function below takes ``compact`` and then reads and returns flat ``[P_p]`` blocks
+instead of ``[A, n_p]``; the arithmetic per legal pair is the same (sums over actions skip only the zeros of
 illegal actions), so results equal the ``[A, n_p]`` layout's.
 
 Each player's plan and values stay in its own ``[A, n_p]`` block: the compiler stores
@@ -98,20 +104,39 @@ COMPACT_FRACTION = 0.6
 COMPACT_MIN_SLOTS = 1 << 15
 
 
+def _pieces(game: Game, player: int, d: int):
+    """The static ``(W, n)`` pieces of level ``d``'s compact block: one ``(W_d, n_d)``, or
+    several where the compiler split the level by legal count (its infosets then in
+    piece order, ``game.compact_order``; ``games_tensor._table.compact_layout``)."""
+    return game.meta.compact_pieces[player][d]
+
+
+def _split(game: Game, player: int, d: int) -> bool:
+    return len(_pieces(game, player, d)) > 1
+
+
+def _level_size(game: Game, player: int, d: int) -> int:
+    """Slots of level ``d`` in the compact layout (``sum W * n`` over its pieces)."""
+    return sum(w * n for w, n in _pieces(game, player, d))
+
+
 def compact_size(game: Game, player: int) -> int:
     """``P_p``: slots of ``player``'s compact block."""
-    widths = game.meta.compact_widths[player]
-    return sum(w * (e - s) for w, (s, e) in zip(widths, _levels(game, player), strict=True))
+    return sum(_level_size(game, player, d) for d in range(len(_levels(game, player))))
 
 
 def uses_compact(game: Game) -> bool:
     """Whether the solvers run ``game`` in the compact layout (static): it carries one,
-    has at least ``COMPACT_MIN_SLOTS`` ``I * A`` slots and the layout keeps at most
-    ``COMPACT_FRACTION`` of them."""
+    has at least ``COMPACT_MIN_SLOTS`` ``I * A`` slots and the unsplit layout (``W_d * n_d``
+    per level, as measured in sessions 22-24) keeps at most ``COMPACT_FRACTION`` of them."""
     if game.meta.compact_widths is None or game.num_infosets == 0:
         return False
     full = game.num_infosets * game.num_actions
-    slots = compact_size(game, 0) + compact_size(game, 1)
+    slots = sum(
+        w * (e - s)
+        for p in (0, 1)
+        for w, (s, e) in zip(game.meta.compact_widths[p], _levels(game, p), strict=True)
+    )
     return full >= COMPACT_MIN_SLOTS and slots <= COMPACT_FRACTION * full
 
 
@@ -121,8 +146,7 @@ def _width(game: Game, player: int, d: int, compact: bool) -> int:
 
 def _offset(game: Game, player: int, d: int) -> int:
     """Start of level ``d`` in ``player``'s flat compact block."""
-    widths = game.meta.compact_widths[player]
-    return sum(w * (e - s) for w, (s, e) in zip(widths[:d], _levels(game, player)[:d], strict=True))
+    return sum(_level_size(game, player, e) for e in range(d))
 
 
 def _player_offset(game: Game, player: int) -> int:
@@ -130,14 +154,59 @@ def _player_offset(game: Game, player: int) -> int:
     return 0 if player == 0 else compact_size(game, 0)
 
 
+def level_pieces(game: Game, x: jax.Array, player: int, d: int) -> list:
+    """Level ``d``'s ``[W, n]`` pieces of a player's flat compact block."""
+    off, out = _offset(game, player, d), []
+    for w, n in _pieces(game, player, d):
+        out.append(x[off : off + w * n].reshape(w, n))
+        off += w * n
+    return out
+
+
 def level_block(game: Game, x: jax.Array, player: int, d: int, compact: bool = False):
     """Level ``d``'s ``[W_d, n_d]`` piece of a player's block (``[A, n_d]`` columns of
-    an ``[A, n_p]`` block, or a reshaped slice of a flat compact one)."""
+    an ``[A, n_p]`` block, or a reshaped slice of a flat compact one). A level split by
+    legal count comes back as its pieces padded with zeros to ``W_d`` rows, its columns
+    in piece order (for per-infoset checks; the kernel itself runs on the pieces)."""
     start, end = _levels(game, player)[d]
     if not compact:
         return x[:, _local(game, player, start, end)]
-    off, w = _offset(game, player, d), _width(game, player, d, True)
-    return x[off : off + w * (end - start)].reshape(w, end - start)
+    pieces = level_pieces(game, x, player, d)
+    if len(pieces) == 1:
+        return pieces[0]
+    w = _width(game, player, d, True)
+    return jnp.concatenate([jnp.pad(p, ((0, w - p.shape[0]), (0, 0))) for p in pieces], axis=1)
+
+
+def _level_flat(game: Game, x: jax.Array, player: int, d: int) -> jax.Array:
+    off = _offset(game, player, d)
+    return x[off : off + _level_size(game, player, d)]
+
+
+def _to_pieces(game: Game, values: jax.Array, player: int, d: int) -> jax.Array:
+    """Level ``d``'s per-infoset ``[n_d]`` values (level order) in piece order."""
+    if not _split(game, player, d):
+        return values
+    start, end = _levels(game, player)[d]
+    return materialized(take(values, game.compact_order[start:end]))
+
+
+def _from_pieces(game: Game, values: jax.Array, player: int, d: int) -> jax.Array:
+    """The inverse of :func:`_to_pieces`."""
+    if not _split(game, player, d):
+        return values
+    start, end = _levels(game, player)[d]
+    return take(values, game.compact_rank[start:end])
+
+
+def _on_pieces(game: Game, player: int, d: int, fn, *flats):
+    """``fn`` on each ``[W, n]`` piece of level ``d`` (``flats``: the level's flat slices),
+    results as a list."""
+    out, off = [], 0
+    for w, n in _pieces(game, player, d):
+        out.append(fn(*(x[off : off + w * n].reshape(w, n) for x in flats)))
+        off += w * n
+    return out
 
 
 def join_levels(game: Game, pieces, player: int, compact: bool = False, dtype=None):
@@ -158,8 +227,10 @@ def over_infosets(game: Game, values: jax.Array, player: int, compact: bool = Fa
     pieces = []
     offset = game.player_slice(player).start
     for d, (start, end) in enumerate(_levels(game, player)):
-        w = _width(game, player, d, True)
-        pieces.append(over_actions(values[start - offset : end - offset], (w, end - start)))
+        lv, q = _to_pieces(game, values[start - offset : end - offset], player, d), 0
+        for w, n in _pieces(game, player, d):
+            pieces.append(over_actions(lv[q : q + n], (w, n)))
+            q += n
     return join_levels(game, pieces, player, True, values.dtype)
 
 
@@ -170,8 +241,11 @@ def by_level(game: Game, player: int, compact: bool, fn, *blocks):
     if not compact:
         return fn(*blocks)
     pieces = [
-        fn(*(level_block(game, b, player, d, True) for b in blocks))
+        piece
         for d in range(len(_levels(game, player)))
+        for piece in _on_pieces(
+            game, player, d, fn, *(_level_flat(game, b, player, d) for b in blocks)
+        )
     ]
     return join_levels(game, pieces, player, True, blocks[0].dtype)
 
@@ -280,21 +354,44 @@ def plan_block(game: Game, policy_p: jax.Array, player: int, compact: bool = Fal
     and the payoff gather, and recompute it in each (assumed, not read in the HLO).
     LD(1,1) CFR ran 1.16x (CFR+ 1.14x) with it, II-GS(6) 0.95x, interleaved in one
     process (docs/cfr.md "Session 25")."""
-    parent_local = game.compact_parent_local if compact else game.parent_local
-    materialize = compact and _padded(game)
+    if compact:
+        return _compact_plan(game, policy_p, player)
+    parent_local = game.parent_local
     pieces = []
-    prev = None  # the previous level's [W, n] plan, flattened
-    for d, (start, end) in enumerate(_levels(game, player)):
-        pol = level_block(game, policy_p, player, d, compact)
+    prev = None  # the previous level's [A, n] plan, flattened
+    for start, end in _levels(game, player):
+        pol = policy_p[:, _local(game, player, start, end)]
         if prev is None:
             cur = pol
         else:
             cur = over_actions(take(prev, parent_local[start:end]), pol.shape) * pol
-        if materialize:
-            cur = materialized(cur)
         pieces.append(cur)
         prev = cur.reshape(-1)
     return join_levels(game, pieces, player, compact, policy_p.dtype)
+
+
+def _compact_plan(game: Game, policy_p: jax.Array, player: int):
+    """:func:`plan_block` in the compact layout: each piece's parents are read from the
+    previous level's flat plan (``game.compact_parent_piece``, piece order)."""
+    materialize = _padded(game)
+    pieces = []
+    prev = None  # the previous level's plan, flat
+    for d, (start, _) in enumerate(_levels(game, player)):
+        level, q = [], start
+        for pol in level_pieces(game, policy_p, player, d):
+            n = pol.shape[1]
+            if prev is None:
+                cur = pol
+            else:
+                parent = take(prev, game.compact_parent_piece[q : q + n])
+                cur = over_actions(parent, pol.shape) * pol
+            if materialize:
+                cur = materialized(cur)
+            level.append(cur.reshape(-1))
+            q += n
+        pieces.extend(level)
+        prev = level[0] if len(level) == 1 else jnp.concatenate(level)
+    return join_levels(game, pieces, player, True, policy_p.dtype)
 
 
 def realization_plan(game: Game, policy: jax.Array) -> jax.Array:
@@ -416,20 +513,25 @@ def _child_table_offset(game: Game, player: int, level: int, compact: bool = Fal
             if (p, e + 1) == (player, level):
                 return offset
             pstart, pend = game.meta.infoset_levels[p][e]
-            offset += k * _width(game, p, e, compact) * (pend - pstart)
+            if compact:
+                offset += k * _level_size(game, p, e)
+            else:
+                offset += k * game.num_actions * (pend - pstart)
     raise AssertionError("level not found")
 
 
 def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool = False):
-    """Sum the values ``val`` ([n]) of level ``d``'s infosets into the ``[W, n_prev]``
-    parent-sequence slots of level ``d - 1`` (``W = A``, or its compact width): ``K``
-    gathers from the compiled child lists where the fan-out ``K`` is small, else a
-    segment sum (see ``games_tensor._table.level_children``)."""
-    W = _width(game, player, d - 1, compact)
+    """Sum the values ``val`` ([n], level order) of level ``d``'s infosets into the
+    ``[A, n_prev]`` parent-sequence slots of level ``d - 1`` (compact layout: that level's
+    flat block): ``K`` gathers from the compiled child lists where the fan-out ``K`` is
+    small, else a segment sum (see ``games_tensor._table.level_children``)."""
     levels = _levels(game, player)
     start, end = levels[d]
     n_prev = levels[d - 1][1] - levels[d - 1][0]
+    W, shape = game.num_actions, (game.num_actions, n_prev)
     if compact:
+        W, n_prev = 1, _level_size(game, player, d - 1)
+        shape = (n_prev,)
         fanout, parent_local = game.meta.compact_fanout[player], game.compact_parent_local
         children = game.compact_level_children
     else:
@@ -442,9 +544,9 @@ def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool =
         # i.e. (g + c1) + c2 instead of g + (c1 + c2), where the shapes line up without a
         # reshape (the compact layout's flat levels; LD(1,1) differed by 1 ulp from the
         # [A, n_p] layout, docs/cfr.md "Session 24"); the select keeps the sum separate.
-        return rounded(sums).reshape(W, n_prev)
+        return rounded(sums).reshape(shape)
     offset = _child_table_offset(game, player, d, compact)
-    table = children[offset : offset + K * W * n_prev].reshape(K, W, n_prev)
+    table = children[offset : offset + K * W * n_prev].reshape((K, *shape))
     return sum(take_near(val, table[k], 0.0) for k in range(K))
 
 
@@ -497,14 +599,35 @@ def bottom_up(
     mask_p = legal_block(game, player, compact)
     action_vals = [None] * len(levels)
     infoset_vals = [None] * len(levels)
-    child = None  # [W, n_level] sums of child infoset values, from the level below
+    child = None  # [W, n_level] (compact: flat) sums of child infoset values, from below
     for d in range(len(levels) - 1, -1, -1):
-        v = level_block(game, g, player, d, compact)
-        if child is not None:
-            v = v + child
-        mask = level_block(game, mask_p, player, d, compact)
-        v = jnp.where(mask, v, 0.0)
-        val = combine(v, mask, level_block(game, policy_p, player, d, compact))
+        if compact:
+            v = _level_flat(game, g, player, d)
+            if child is not None:
+                v = v + child
+
+            def piece(v, mask, pol):
+                v = jnp.where(mask, v, 0.0)
+                return v, combine(v, mask, pol)
+
+            out = _on_pieces(
+                game,
+                player,
+                d,
+                piece,
+                v,
+                *(_level_flat(game, x, player, d) for x in (mask_p, policy_p)),
+            )
+            v = jnp.concatenate([o[0].reshape(-1) for o in out])
+            val = out[0][1] if len(out) == 1 else jnp.concatenate([o[1] for o in out])
+            val = _from_pieces(game, val, player, d)
+        else:
+            v = level_block(game, g, player, d)
+            if child is not None:
+                v = v + child
+            mask = level_block(game, mask_p, player, d)
+            v = jnp.where(mask, v, 0.0)
+            val = combine(v, mask, level_block(game, policy_p, player, d))
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
             child = _child_sums(game, player, d, val, compact)

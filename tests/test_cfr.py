@@ -253,6 +253,7 @@ def test_repeated_runs_reuse_compiled_code():
     "name,params",
     [
         ("leduc_poker", {}),
+        ("die_roll_poker", {}),  # levels split by legal count (compact_layout)
         pytest.param("ii_goofspiel", {"num_cards": 4}, marks=pytest.mark.slow),
         # LD(1,1): flat compact levels where XLA folded the child segment sum into a
         # scatter-add onto g (1 ulp off) until ``_child_sums`` kept it apart

@@ -303,33 +303,40 @@ def test_compact_layout(game):
     ``[A, n_p]`` ones."""
     A, n_inf = game.num_actions, game.num_infosets
     mask, pos, index = _np(game.legal_mask), _np(game.compact_position), _np(game.compact_index)
-    widths = game.meta.compact_widths
-    sizes = [
-        sum(w * (e - s) for w, (s, e) in zip(widths[p], lv, strict=True))
-        for p, lv in enumerate(game.meta.infoset_levels)
-    ]
+    widths, pieces = game.meta.compact_widths, game.meta.compact_pieces
+    sizes = [sum(w * n for lv in pieces[p] for w, n in lv) for p in (0, 1)]
     total = sizes[0] + sizes[1]
     assert index.shape == (total,)
     assert pos.shape == (n_inf, A)
+    order, place = _np(game.compact_order), _np(game.compact_rank)
     for p, levels in enumerate(game.meta.infoset_levels):
-        for w, (s, e) in zip(widths[p], levels, strict=True):
+        for w, lv, (s, e) in zip(widths[p], pieces[p], levels, strict=True):
             assert w == mask[s:e].sum(axis=1).max()
+            assert sum(n for _, n in lv) == e - s and max(pw for pw, _ in lv) == w
+            np.testing.assert_array_equal(np.sort(order[s:e]), np.arange(e - s))
+            np.testing.assert_array_equal(place[s + order[s:e]], np.arange(e - s))
     assert (pos[~mask] == total).all()
     ii, aa = np.nonzero(mask)
     np.testing.assert_array_equal(index[pos[ii, aa]], ii * A + aa)
     assert np.unique(pos[ii, aa]).size == ii.size
     np.testing.assert_array_equal(_np(game.compact_legal), index < n_inf * A)
-    # slot (k, i) of a level: rank k of the action among i's legal ones
+    # slot (k, q) of a [W, n] piece: rank k of the action among the legal ones of the
+    # piece's q-th infoset (piece order), each infoset no wider than its piece
     rank = np.cumsum(mask, axis=1) - 1
     offset = 0
     for p, levels in enumerate(game.meta.infoset_levels):
-        for w, (s, e) in zip(widths[p], levels, strict=True):
-            slots = pos[s:e] - offset
-            legal = mask[s:e]
-            k, i = np.divmod(slots[legal], e - s)
-            np.testing.assert_array_equal(k, rank[s:e][legal])
-            np.testing.assert_array_equal(i, np.nonzero(legal)[0])
-            offset += w * (e - s)
+        for lv, (s, _) in zip(pieces[p], levels, strict=True):
+            q = 0
+            for w, n in lv:
+                ids = s + order[s + q : s + q + n]
+                assert mask[ids].sum(axis=1).max() <= w
+                slots = pos[ids] - offset
+                legal = mask[ids]
+                k, i = np.divmod(slots[legal], n)
+                np.testing.assert_array_equal(k, rank[ids][legal])
+                np.testing.assert_array_equal(i, np.nonzero(legal)[0])
+                offset += w * n
+                q += n
 
     def seq_of(own, p):  # compact position in player p's block -> sequence id
         base = 0 if p == 0 else sizes[0]
