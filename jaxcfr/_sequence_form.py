@@ -12,21 +12,21 @@ major axis, which XLA:CPU vectorizes; over a minor axis of 2 or 3 actions it run
 about 4x slower (``python -m experiments.benchmarks layout`` measures both). The
 public API keeps ``[I, A]``; :func:`policy_blocks` transposes once at the boundary.
 
-Compact layout (``compact=True``, where :func:`uses_compact` says it pays): every
-level ``d`` of a player's sequence tree is a ``[W_d, n_d]`` block, ``W_d`` the level's
-own widest infoset (not the game's ``A``), row ``k`` an infoset's ``k``-th legal action,
-and a player's levels are concatenated flat into ``[P_p]``
+Compact layout (``compact=True``, where :func:`uses_compact` says it pays): every level
+``d`` of a player's sequence tree is a ``[W_d, n_d]`` block, ``W_d`` the level's own
+widest infoset (not the game's ``A``), row ``k`` an infoset's ``k``-th legal action, and
+a player's levels are concatenated flat into ``[P_p]``
 (``games_tensor._table.compact_layout``; the compiled positions ``game.compact_*``).
-II-Goofspiel(6) keeps 205,596 slots instead of 996,012. Where a level mixes infosets
-of very different legal counts the compiler splits it into pieces ``[W, n]`` by legal
-count (``meta.compact_pieces``; LD(1,1): 55,788 slots instead of 172,026 for 49,140 legal
+II-Goofspiel(6) keeps 205,596 slots instead of 996,012. Where a level mixes infosets of
+very different legal counts the compiler splits it into pieces ``[W, n]`` by legal count
+(``meta.compact_pieces``; LD(1,1): 55,788 slots instead of 172,026 for 49,140 legal
 pairs); the kernel runs its per-level work piece by piece, per-infoset values of such a
 level are read and written in the pieces' order (``game.compact_order`` /
 ``compact_rank``: one small gather each) and its child sums still add in level order, so
 the results keep the unsplit layout's bits (up to the sign of a zero sum). Every
 function below takes ``compact`` and then reads and returns flat ``[P_p]`` blocks
-instead of ``[A, n_p]``; the arithmetic per legal pair is the same (sums over actions skip only the zeros of
-illegal actions), so results equal the ``[A, n_p]`` layout's.
+instead of ``[A, n_p]``; the arithmetic per legal pair is the same (sums over actions
+skip only the zeros of illegal actions), so results equal the ``[A, n_p]`` layout's.
 
 Each player's plan and values stay in its own ``[A, n_p]`` block: the compiler stores
 the position of every sequence the kernel gathers or scatters in its owner's flattened
