@@ -19,7 +19,7 @@ a player's levels are concatenated flat into ``[P_p]``
 (``games_tensor._table.compact_layout``; the compiled positions ``game.compact_*``).
 II-Goofspiel(6) keeps 205,596 slots instead of 996,012. Where a level mixes infosets of
 very different legal counts the compiler splits it into pieces ``[W, n]`` by legal count
-(``meta.compact_pieces``; LD(1,1): 55,788 slots instead of 172,026 for 49,140 legal
+(``meta.compact_pieces``; LD(1,1): 59,436 slots instead of 172,026 for 49,140 legal
 pairs); the kernel runs its per-level work piece by piece, per-infoset values of such a
 level are read and written in the pieces' order (``game.compact_order`` /
 ``compact_rank``: one small gather each) and its child sums still add in level order, so
