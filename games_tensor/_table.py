@@ -134,7 +134,7 @@ def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_level
     renumbered by their rank among the infoset's legal ones, so II-Goofspiel's card ids
     fit); a player's levels are concatenated flat, ``[P_p]``. A level where infosets of
     very different legal counts would pad most slots is instead the concatenation of
-    pieces ``[W, n]`` (:func:`split_level`; LD(1,1): 55,290 slots instead of 172,026 for
+    pieces ``[W, n]`` (:func:`split_level`; LD(1,1): 59,436 slots instead of 172,026 for
     49,140 legal pairs), the level's infosets then in *piece order* (piece after piece,
     level order inside each). Slot ``(k, q)`` of a piece is at
     ``offset_piece + k * n + q``; an unsplit level is one piece in level order.
