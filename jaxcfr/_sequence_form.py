@@ -227,7 +227,11 @@ def over_infosets(game: Game, values: jax.Array, player: int, compact: bool = Fa
     pieces = []
     offset = game.player_slice(player).start
     for d, (start, end) in enumerate(_levels(game, player)):
-        lv, q = _to_pieces(game, values[start - offset : end - offset], player, d), 0
+        lv = values[start - offset : end - offset]
+        if not _split(game, player, d):
+            pieces.append(over_actions(lv, (_width(game, player, d, True), end - start)))
+            continue
+        lv, q = _to_pieces(game, lv, player, d), 0
         for w, n in _pieces(game, player, d):
             pieces.append(over_actions(lv[q : q + n], (w, n)))
             q += n
@@ -240,13 +244,13 @@ def by_level(game: Game, player: int, compact: bool, fn, *blocks):
     action-major pieces (actions on axis 0), e.g. regret matching."""
     if not compact:
         return fn(*blocks)
-    pieces = [
-        piece
-        for d in range(len(_levels(game, player)))
-        for piece in _on_pieces(
-            game, player, d, fn, *(_level_flat(game, b, player, d) for b in blocks)
-        )
-    ]
+    pieces = []
+    for d in range(len(_levels(game, player))):
+        if _split(game, player, d):
+            parts = [level_pieces(game, b, player, d) for b in blocks]
+            pieces.extend(fn(*xs) for xs in zip(*parts, strict=True))
+        else:
+            pieces.append(fn(*(level_block(game, b, player, d, True) for b in blocks)))
     return join_levels(game, pieces, player, True, blocks[0].dtype)
 
 
@@ -376,7 +380,18 @@ def _compact_plan(game: Game, policy_p: jax.Array, player: int):
     materialize = _padded(game)
     pieces = []
     prev = None  # the previous level's plan, flat
-    for d, (start, _) in enumerate(_levels(game, player)):
+    for d, (start, end) in enumerate(_levels(game, player)):
+        if not _split(game, player, d):  # as a [W_d, n_d] block
+            pol = level_block(game, policy_p, player, d, True)
+            cur = pol
+            if prev is not None:
+                parent = take(prev, game.compact_parent_local[start:end])
+                cur = over_actions(parent, pol.shape) * pol
+            if materialize:
+                cur = materialized(cur)
+            pieces.append(cur)
+            prev = cur.reshape(-1)
+            continue
         level, q = [], start
         for pol in level_pieces(game, policy_p, player, d):
             n = pol.shape[1]
@@ -529,9 +544,12 @@ def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool =
     start, end = levels[d]
     n_prev = levels[d - 1][1] - levels[d - 1][0]
     W, shape = game.num_actions, (game.num_actions, n_prev)
-    if compact:
+    if compact and _split(game, player, d - 1):  # the level's flat block
         W, n_prev = 1, _level_size(game, player, d - 1)
         shape = (n_prev,)
+    elif compact:
+        W = _width(game, player, d - 1, True)
+        shape = (W, n_prev)
         fanout, parent_local = game.meta.compact_fanout[player], game.compact_parent_local
         children = game.compact_level_children
     else:
@@ -601,7 +619,7 @@ def bottom_up(
     infoset_vals = [None] * len(levels)
     child = None  # [W, n_level] (compact: flat) sums of child infoset values, from below
     for d in range(len(levels) - 1, -1, -1):
-        if compact:
+        if compact and _split(game, player, d):
             v = _level_flat(game, g, player, d)
             if child is not None:
                 v = v + child
@@ -622,12 +640,12 @@ def bottom_up(
             val = out[0][1] if len(out) == 1 else jnp.concatenate([o[1] for o in out])
             val = _from_pieces(game, val, player, d)
         else:
-            v = level_block(game, g, player, d)
+            v = level_block(game, g, player, d, compact)
             if child is not None:
                 v = v + child
-            mask = level_block(game, mask_p, player, d)
+            mask = level_block(game, mask_p, player, d, compact)
             v = jnp.where(mask, v, 0.0)
-            val = combine(v, mask, level_block(game, policy_p, player, d))
+            val = combine(v, mask, level_block(game, policy_p, player, d, compact))
         action_vals[d], infoset_vals[d] = v, val
         if d > 0:
             child = _child_sums(game, player, d, val, compact)
