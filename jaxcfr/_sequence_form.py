@@ -550,6 +550,7 @@ def _child_sums(game: Game, player: int, d: int, val: jax.Array, compact: bool =
     elif compact:
         W = _width(game, player, d - 1, True)
         shape = (W, n_prev)
+    if compact:
         fanout, parent_local = game.meta.compact_fanout[player], game.compact_parent_local
         children = game.compact_level_children
     else:
