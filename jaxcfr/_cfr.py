@@ -160,9 +160,12 @@ def _policy(game, player, regrets, prediction, predictive: bool, view, compact=F
     return sf.by_level(game, player, compact, match, regrets, legal, uniform)
 
 
-# The payoff step sums by fan-in group where the game carries the groups
-# (``sf.uses_groups``: II-Goofspiel in the compact layout), as the exact evaluation does.
-GROUPED = True
+# True: the payoff step sums by fan-in group where the game carries the groups
+# (``sf.uses_groups``: II-Goofspiel in the compact layout), as the exact evaluation does,
+# with the same bits. Off by default: on II-GS(6) it ran 1.35-1.39x in CPU time
+# interleaved in one process, but 0.76-1.05x of main in separate processes (kernel_ab),
+# so no gain is resolved (docs/cfr.md "Session 26"). False is main's segment sum.
+GROUPED = False
 
 
 def _player_update(

@@ -481,7 +481,8 @@ def own_terminal_values(
     matrix-vector products, unrolled over the small block axis (no dot: XLA:CPU runs
     tiny batched dots through its thread pool, slower here), and a scatter of G*R (or
     G*C) values; otherwise one segment sum over the Zs payoff entries, or with
-    ``grouped`` where :func:`uses_groups` (the exact evaluation), dense sums per fan-in
+    ``grouped`` where :func:`uses_groups` (the exact evaluation; the CFR update with
+    ``jaxcfr._cfr.GROUPED``), dense sums per fan-in
     group (:func:`_grouped_terminal_values`, the same bits)."""
     if grouped and uses_groups(game, compact):
         return _grouped_terminal_values(game, flat(opp_plan), player)
