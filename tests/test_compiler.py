@@ -401,3 +401,19 @@ def test_fanin_groups(game):
             assert got == want, (p, s)
         slot_start += sizes[p] + 1
     assert start == opp_all.size
+
+
+def test_split_level_by_legal_count():
+    """``split_level``: buckets by ceil(log2(count)), narrowest first, level order inside
+    a piece, a bucket of fewer than SPLIT_MIN_INFOSETS infosets joining the next wider
+    one; one piece where the split would keep more than SPLIT_FRACTION of the slots."""
+    from games_tensor._table import SPLIT_MIN_INFOSETS as m
+    from games_tensor._table import split_level
+
+    count = np.array([8, 1] * m + [2] * 3)  # 1s, a small bucket of 2s, 8s
+    pieces = split_level(count)
+    assert [(w, ids.size) for w, ids in pieces] == [(1, m), (8, m + 3)]
+    np.testing.assert_array_equal(pieces[0][1], np.arange(1, 2 * m, 2))
+    np.testing.assert_array_equal(pieces[1][1], np.r_[np.arange(0, 2 * m, 2), 2 * m + np.arange(3)])
+    (whole,) = split_level(np.array([4, 5] * m))  # 9m of 10m slots kept: not split
+    assert whole[0] == 5 and whole[1].size == 2 * m
