@@ -163,8 +163,8 @@ def _policy(game, player, regrets, prediction, predictive: bool, view, compact=F
 # True: the payoff step sums by fan-in group where the game carries the groups
 # (``sf.uses_groups``: II-Goofspiel in the compact layout), as the exact evaluation does,
 # with the same bits. Off by default: on II-GS(6) it ran 1.35-1.39x in CPU time
-# interleaved in one process, but 0.76-1.05x of main in separate processes (kernel_ab),
-# so no gain is resolved (docs/cfr.md "Session 26"). False is main's segment sum.
+# interleaved in one process, but 0.99-1.00x of the segment sum in separate processes
+# (kernel_ab), so no gain is resolved (docs/cfr.md "Session 26"). False: main's segment sum.
 GROUPED = False
 
 
