@@ -594,3 +594,24 @@ def test_live_subgame_gives_the_dense_iterates(base, n, atol, rule, x64):
     assert stats["stale"] > 0
     if rule == "paper" and base == "cfr":
         assert stats["forced"] > 0  # stretches stopped where (9) failed
+
+
+@pytest.mark.slow  # 9 s at load 11 (several small compiles)
+def test_pruning_floor_counts_on_the_dominated_game(x64):
+    """``pruning_floor``'s counts, by hand on the dominated game (its unique equilibrium
+    for P2 is t, for P1 Safe at root): never a CBR are root Risky (CBV -2 vs -1) and deep 0
+    (-3 vs -2) for P1, h for P2 (-1 vs +1). Our count keeps the regrets of root and p2
+    (deep lies below Risky: 4 of 6 entries) and the average entries root Safe and p2 t (2 of
+    6): floor (4 + 2) / 12. I_S: root and p2 hold a history with no flagged action on its
+    path, deep does not: 4 of 6. No P1 infoset lies below a P2 action: below_opp 0."""
+    from experiments.benchmarks.pruning_floor import _gaps, floor_counts
+
+    game = _dominated()
+    policy = np.asarray(jaxcfr.solve_lp(game).policy, np.float64)
+    out = floor_counts(game, _gaps(game, policy), 0.0, 0.0)
+    assert out["never_cbr"] == [2, 1]
+    assert out["floor"] == pytest.approx(0.5, abs=1e-4)
+    assert out["regrets"] == pytest.approx(4 / 6, abs=1e-4)
+    assert out["averages"] == pytest.approx(2 / 6, abs=1e-4)
+    assert out["I_S"] == pytest.approx(4 / 6, abs=1e-4)
+    assert out["below_opp"] == 0.0
