@@ -222,7 +222,11 @@ def main(argv=None):
         for tau in (float(x) for x in args.tau.split(",")):
             print(json.dumps(floor_counts(game, gaps, cut, tau)), flush=True)
     for spec in args.checkpoints:
-        path, base = spec.rsplit(":", 1)
+        path, _, base = spec.rpartition(":")
+        if base not in ("cfr", "cfr_plus") or not path:
+            raise ValueError(
+                f"--checkpoints takes PATH:BASE with BASE cfr or cfr_plus, got {spec!r}"
+            )
         solver = jaxcfr.pruning.regret_pruning(getattr(jaxcfr, base)(), "total")
         state, _ = load(path, solver.init(game))
         print(json.dumps({"checkpoint": path, **checkpoint_counts(game, state)}), flush=True)
