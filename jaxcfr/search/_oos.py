@@ -185,8 +185,9 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
             if step_form:
                 inside = jnp.where(move, ok, in_part)
             else:
-                excl = jnp.cumsum(cnt) - cnt
-                lo_k = lo + smp.select(excl, k)
+                # the target histories in the slots before k: a masked sum (one small
+                # reduction; int32, exact) instead of a cumsum's reduce-window
+                lo_k = lo + jnp.sum(jnp.where(jnp.arange(W) < k, cnt, 0))
                 lo, hi = jnp.where(move, lo_k, lo), jnp.where(move, lo_k + smp.select(cnt, k), hi)
             q = delta * c.s1 + (1.0 - delta) * c.s2
         else:
