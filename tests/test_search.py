@@ -357,6 +357,9 @@ def test_bytes_per_match_and_table_rows():
     assert tbl.num_rows(game) == I
     oos_bytes = 2 * I * A * 4 + I + 4
     assert jaxcfr.search.bytes_per_match(game, jaxcfr.oos(), jaxcfr.random_bot()) == oos_bytes + 4
+    uct_bytes, rm_bytes = oos_bytes, 3 * I * A * 4 + I + 4  # UCT: visits and values only
+    both = jaxcfr.search.bytes_per_match(game, jaxcfr.ismcts("uct"), jaxcfr.ismcts("rm"))
+    assert both == uct_bytes + rm_bytes
 
 
 @pytest.mark.parametrize("selection", ["uct", "rm"])
