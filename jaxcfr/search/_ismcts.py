@@ -237,7 +237,7 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
         power of two; when it is full, new infosets are played out and counted.
 
     Returns:
-      A :class:`~jaxcfr.search.Bot` over :class:`ISMCTSState` ([R, A] tables, [R] mask):
+      A :class:`~jaxcfr.search.Bot` over :class:`ISMCTSState` ([R, k, A] statistics, [R] mask):
       ``search(game, state, view, key, num_iterations)`` runs that many simulations
       from histories drawn uniformly from ``view.infoset`` (the root for
       ``jaxcfr.root_view()``); ``policy`` is the most-visited action (UCT, one-hot) or

@@ -285,7 +285,7 @@ def oos(
         (``state.table.refusals``).
 
     Returns:
-      A :class:`~jaxcfr.search.Bot`: ``init(game) -> OOSState`` (tables [R, A], mask
+      A :class:`~jaxcfr.search.Bot`: ``init(game) -> OOSState`` (statistics [R, 2, A], mask
       [R]); ``search(game, state, view, key, num_iterations)`` samples
       ``num_iterations`` trajectories (update players alternating) targeted at
       ``view``; ``policy(game, state, view) -> [A]`` the mean strategy s_I normalised

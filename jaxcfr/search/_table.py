@@ -1,7 +1,8 @@
 """Where a search bot keeps an infoset's statistics, and the history sets it targets.
 
-The one place that maps an infoset to a row of a bot's ``[R, A]`` tables
-(:func:`num_rows`, :func:`read_node`, :func:`view_row`, :func:`commit`), for both
+The one place that maps an infoset to a row of a bot's statistics table ``[R, k, A]``
+(:func:`init_tables`, :class:`StatsViews`: a trip reads one contiguous row;
+:func:`num_rows`, :func:`read_node`, :func:`view_row`, :func:`commit`), for both
 forms of a game:
 
 * compiled ``Game``: the row is the infoset id (R = I), with an in-memory mask ``[R]``
