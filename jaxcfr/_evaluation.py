@@ -14,8 +14,10 @@ counterfactual value at every infoset, reached or not).
 
 Policy hygiene: called on concrete arrays (outside jit) the public functions
 validate the policy and raise ``ValueError`` on bad input (see
-:func:`validate_policy`). Inside jit/vmap they cannot raise on values (shape and
-dtype are still checked when tracing); a policy with any invalid row (non-finite,
+:func:`validate_policy`); they run one cached jitted kernel that checks the policy on
+device, and the host check runs only where that check fails (:func:`_evaluate`).
+Inside jit/vmap they cannot raise on values (shape and dtype are still checked when
+tracing); a policy with any invalid row (non-finite,
 an entry below ``-atol``, mass above ``atol`` on an illegal action, or a row whose
 legal entries do not sum to 1 within ``atol``) gives NaN results, never a
 valid-looking number. Valid rows are renormalized over legal actions (rounding).
