@@ -80,7 +80,9 @@ plus, on check iterations, the histories the CBR traversals enter (Total: below 
 checked / reset branches, with positive chance x opponent-average reach; Interval: all
 histories below the settled branches). Space = stored (infoset, action) entries of
 regrets plus average sums (Total only frees entries): regrets of infosets outside pruned
-branches, average sums outside discarded branches, as a fraction of 2 x legal pairs.
+branches, average sums outside discarded branches, as a fraction of 2 x legal pairs
+(``count="own"``; ``count="both"`` also leaves out infosets frozen below the opponent's
+pruned / discarded sequences, a working-set count: :func:`stored_entries`).
 
 This is the *dense* implementation: the kernel still runs over every entry (pruned
 ones are masked), so iterations per second do not rise; :func:`compact_game` cuts the
