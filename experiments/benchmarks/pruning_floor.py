@@ -26,10 +26,11 @@ flags as both the pruned and the discarded set it reports, as fractions of the l
   *opponent* (gone under ``I_S``, never freed by our count: the player's cf reach is 0
   there at s*, so its CBVs tie and Theorem 2 says nothing).
 
-``--checkpoints`` (``pruning_live`` states, ``PATH:BASE``) counts a run's space both ways:
-``own`` (``space_fraction``) and ``both`` (an infoset's regrets also go when every history
-of it lies below a pruned sequence of either player, its average sums when every history
-lies below a discarded one). Host and one kernel pass per player; float64.
+``--checkpoints`` (``pruning_live`` states, ``PATH:BASE``) counts a run's space both ways,
+``jaxcfr.pruning.space_fraction(game, state, count="own" | "both")`` (``both``: an
+infoset's regrets also go when every history of it lies below a pruned sequence of either
+player, its average sums when every history lies below a discarded one). Host and one
+kernel pass per player; float64.
 """
 
 from __future__ import annotations
@@ -92,31 +93,20 @@ def _gaps(game, policy):
 
 def _alive_histories(game, flags):
     """``[H]`` bool: no flagged sequence of either player on the path (``flags[p]`` [A, n_p])."""
-    import jax.numpy as jnp
     import numpy as np
 
-    from jaxcfr.pruning import tables
-    from jaxcfr.pruning._solver import _at_histories, _free_plan
+    from jaxcfr.pruning import _solver
 
-    tab = tables(game)
-    alive = np.ones(tab.num_histories, bool)
-    for q in (0, 1):
-        free = _free_plan(game, q, jnp.asarray(flags[q]), jnp.float64)
-        alive &= np.asarray(_at_histories(free, tab.hist_own[q])) > 0
-    return alive
+    return np.asarray(_solver._alive_histories(game, flags))
 
 
 def _holding(game, p, hist_mask):
     """``[n_p]`` bool: infosets of p with at least one history in ``hist_mask``."""
     import numpy as np
 
-    from jaxcfr.pruning import tables
+    from jaxcfr.pruning import _solver
 
-    tab = tables(game)
-    n = game.player_slice(p).stop - game.player_slice(p).start
-    out = np.zeros(n, bool)
-    out[tab.node_local[p][hist_mask[tab.node_ids[p]]]] = True
-    return out
+    return np.asarray(_solver._holding(game, p, hist_mask))
 
 
 def floor_counts(game, gaps, reach_cut: float, tau: float) -> dict:
@@ -157,29 +147,12 @@ def floor_counts(game, gaps, reach_cut: float, tau: float) -> dict:
 
 
 def checkpoint_counts(game, state) -> dict:
-    """A run's space counted ``own`` (``space_fraction``) and ``both`` (module doc)."""
-    import jax.numpy as jnp
-    import numpy as np
+    """A run's space counted ``own`` and ``both`` (``jaxcfr.pruning.space_fraction``)."""
+    from jaxcfr.pruning import space_fraction
 
-    from jaxcfr import _sequence_form as sf
-    from jaxcfr.pruning import space_fraction, tables
-    from jaxcfr.pruning._solver import _below
-
-    tab = tables(game)
-    out = {"iteration": int(state.iteration), "own": round(float(space_fraction(game, state)), 4)}
-    both = 0
-    for name in ("pruned", "discarded"):
-        m = np.asarray(getattr(state, name))
-        blocks = [m[game.player_slice(p)].T for p in (0, 1)]
-        alive = _alive_histories(game, blocks)
-        for p in (0, 1):
-            legal = np.asarray(sf.legal_block(game, p))
-            dead = np.asarray(_below(game, p, jnp.asarray(blocks[p])))
-            keep = legal & ~dead[None] & _holding(game, p, alive)[None]
-            if name == "discarded":
-                keep &= ~blocks[p]
-            both += int(keep.sum())
-    out["both"] = round(both / (2 * tab.num_legal), 4)
+    out = {"iteration": int(state.iteration)}
+    for count in ("own", "both"):
+        out[count] = round(float(space_fraction(game, state, count=count)), 4)
     return out
 
 
