@@ -283,14 +283,14 @@ def step_children_where(game: StepGame, target: StepTarget, v, width: int, neede
 def step_completions(game: StepGame, target: StepTarget, v, width: int) -> jax.Array:
     """[width] float: each child slot's number of the (infoset) target's histories at
     or below it (``StepGame.num_completions``; 0 for the inconsistent ones), the
-    weights of a uniform draw over the target's histories. One ``apply`` and one count
-    per slot."""
+    weights of a uniform draw over the target's histories
+    (``StepGame.children_completions``: by default one ``apply`` and one count per slot;
+    II-Goofspiel shares one forward and one backward pass of its DP across the slots)."""
     if target.public:
         raise ValueError(
             "step_completions counts an infoset target's histories, not a public state's"
         )
-    kids = jax.vmap(game.apply, (None, 0))(v.state, jnp.arange(width, dtype=jnp.int32))
-    return jax.vmap(game.num_completions, (0, None))(kids, target.key)
+    return game.children_completions(v.state, target.key, width)
 
 
 def step_draw_weights(game: StepGame, target: StepTarget, v, width: int, reached, dtype):
