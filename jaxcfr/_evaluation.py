@@ -14,8 +14,10 @@ counterfactual value at every infoset, reached or not).
 
 Policy hygiene: called on concrete arrays (outside jit) the public functions
 validate the policy and raise ``ValueError`` on bad input (see
-:func:`validate_policy`). Inside jit/vmap they cannot raise on values (shape and
-dtype are still checked when tracing); a policy with any invalid row (non-finite,
+:func:`validate_policy`); they run one cached jitted kernel that checks the policy on
+device, and the host check runs only where that check fails (:func:`_evaluate`).
+Inside jit/vmap they cannot raise on values (shape and dtype are still checked when
+tracing); a policy with any invalid row (non-finite,
 an entry below ``-atol``, mass above ``atol`` on an illegal action, or a row whose
 legal entries do not sum to 1 within ``atol``) gives NaN results, never a
 valid-looking number. Valid rows are renormalized over legal actions (rounding).
@@ -23,6 +25,7 @@ valid-looking number. Valid rows are renormalized over legal actions (rounding).
 
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import NamedTuple
 
@@ -107,26 +110,75 @@ def _check_policy_type(policy) -> None:
         raise ValueError(f"policy must hold real numbers, got dtype {dtype}")
 
 
-def _poison_invalid(
-    game: Game, policy: jax.Array, normalized: jax.Array, atol: float = DEFAULT_ATOL
-) -> jax.Array:
-    """Inside jit: ``normalized`` if every row of ``policy`` is valid (the checks of
-    :func:`validate_policy`, computed on device: :func:`_entries_ok` and the row sums),
-    else all NaN."""
+def _policy_ok(game: Game, policy: jax.Array, atol: float = DEFAULT_ATOL) -> jax.Array:
+    """Inside jit: whether every row of ``policy`` is valid (the checks of
+    :func:`validate_policy`, computed on device: :func:`_entries_ok` and the row sums)."""
     sums = jnp.sum(jnp.where(game.legal_mask, policy, 0.0), axis=1)
-    ok = _entries_ok(game, policy, atol) & jnp.all(jnp.abs(sums - 1.0) <= atol)
-    return jnp.where(ok, normalized, jnp.nan)
+    return _entries_ok(game, policy, atol) & jnp.all(jnp.abs(sums - 1.0) <= atol)
 
 
-def _prepare(game: Game, policy) -> jax.Array:
-    validate_policy(game, policy)
-    traced = isinstance(policy, jax.core.Tracer)
+def _prepare(game: Game, policy, check: bool):
+    """``(normalized, ok)``: the normalized ``[I, A]`` policy and, with ``check`` (the
+    in-jit path), the flag :func:`_policy_ok`, the policy then all NaN unless it holds
+    (``ok`` None without ``check``)."""
+    policy = _as_float(game, policy)
+    normalized = sf.normalize_policy(game, policy)
+    if not check:
+        return normalized, None
+    ok = _policy_ok(game, policy)
+    # after normalizing: its uniform fallback would turn a NaN row into a uniform one
+    return jnp.where(ok, normalized, jnp.nan), ok
+
+
+def _as_float(game: Game, policy) -> jax.Array:
     policy = jnp.asarray(policy)
     if not jnp.issubdtype(policy.dtype, jnp.floating):
         policy = policy.astype(game.sf_payoff.dtype)
-    normalized = sf.normalize_policy(game, policy)
-    # after normalizing: its uniform fallback would turn a NaN row into a uniform one
-    return _poison_invalid(game, policy, normalized) if traced else normalized
+    return policy
+
+
+def _traced(game: Game, policy) -> bool:
+    """Whether ``game`` or ``policy`` is being traced (inside jit, vmap, grad)."""
+    leaves = (policy, *jax.tree_util.tree_leaves(game))
+    return any(isinstance(x, jax.core.Tracer) for x in leaves)
+
+
+def _evaluate(impl, game: Game, policy, *static):
+    """Run ``impl(game, policy, check, *static) -> (result, ok)`` the public way.
+
+    Traced (inside the caller's jit / vmap): shape and dtype checks, then ``impl`` with
+    ``check`` (NaN results for an invalid policy, see the module docstring). Concrete:
+    one call of the jitted ``impl`` (compiled once per game shape, policy dtype and
+    ``static``; no per-op dispatch) whose in-jit validity flag ``ok`` is read back; only
+    where it is False does the host check (:func:`validate_policy`) run, to raise its
+    ``ValueError`` naming the bad entry. A policy that the host check accepts but the
+    device check refused (a row sum within float32 rounding of ``atol``) gets the
+    unchecked result, as before this fast path."""
+    check_game(game)
+    _check_policy_type(policy)
+    if isinstance(policy, (list, tuple)):
+        policy = np.asarray(policy)
+    if _traced(game, policy):
+        validate_policy(game, policy)  # a traced policy: its shape; a concrete one: all
+        return impl(game, policy, isinstance(policy, jax.core.Tracer), *static)[0]
+    shape = (game.num_infosets, game.num_actions)
+    if tuple(policy.shape) != shape:
+        raise ValueError(
+            f"policy has shape {tuple(policy.shape)}, expected [I, A] = {shape} for {game.name}"
+        )
+    result, ok = _jitted(game, policy, impl, True, static)
+    if isinstance(ok, jax.core.Tracer):  # concrete values closed over inside a trace
+        validate_policy(game, policy)
+        return _jitted(game, policy, impl, False, static)[0]
+    if not bool(ok):
+        validate_policy(game, policy)  # raises, naming the bad entry
+        return _jitted(game, policy, impl, False, static)[0]
+    return result
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _jitted(game: Game, policy, impl, check: bool, static: tuple):
+    return impl(game, policy, check, *static)
 
 
 def _check_player(player: int) -> int:
@@ -138,10 +190,14 @@ def _check_player(player: int) -> int:
 
 def expected_value(game: Game, policy) -> jax.Array:
     """Expected utility of both players, ``[2]``, under the profile ``policy`` ``[I, A]``."""
-    policy = _prepare(game, policy)
+    return _evaluate(_expected_value, game, policy)
+
+
+def _expected_value(game: Game, policy, check: bool):
+    policy, ok = _prepare(game, policy, check)
     x = sf.realization_plan(game, policy)
     v0 = tree_sum(rounded(x[game.sf_seq0] * x[game.sf_seq1] * game.sf_payoff.astype(x.dtype)))
-    return jnp.stack([v0, -v0])
+    return jnp.stack([v0, -v0]), ok
 
 
 class CounterfactualValues(NamedTuple):
@@ -160,10 +216,10 @@ class CounterfactualValues(NamedTuple):
     best_response_infoset_values: jax.Array
 
 
-def _prepared_blocks(game: Game, policy):
+def _prepared_blocks(game: Game, policy, check: bool):
     """``policy`` -> ``(blocks, compact, ok)``: the two players' normalized blocks in the
-    kernel's layout, that layout's ``compact`` flag, and ``ok``, None on concrete input
-    (validated on the host, raising) or, inside jit, the scalar "every row is valid"
+    kernel's layout, that layout's ``compact`` flag, and ``ok``, None without ``check``
+    (the policy was validated on the host) or, with it, the scalar "every row is valid"
     (:func:`_entries_ok` and the row sums on the blocks) that the caller applies to its results with
     :func:`_poisoned` (NaN results for an invalid policy; applied to the few results,
     not to the blocks, where XLA would fuse the scalar's reductions into every element).
@@ -173,18 +229,14 @@ def _prepared_blocks(game: Game, policy):
     gather of its legal slots); the row sums, renormalization and uniform fallback run on
     the action-major blocks (sums over the major axis). Per row, the same operations as
     :func:`jaxcfr._sequence_form.normalize_policy` in the same order, so the same bits."""
-    validate_policy(game, policy)
-    traced = isinstance(policy, jax.core.Tracer)
-    policy = jnp.asarray(policy)
-    if not jnp.issubdtype(policy.dtype, jnp.floating):
-        policy = policy.astype(game.sf_payoff.dtype)
+    policy = _as_float(game, policy)
     compact = sf.uses_compact(game)
     raw = sf.policy_blocks(game, policy, compact)
     blocks = []
     for p in (0, 1):
         legal, uniform = sf.legal_block(game, p, compact), sf.uniform_block(game, p, compact)
         blocks.append(sf.by_level(game, p, compact, _normalize_block, raw[p], legal, uniform))
-    if not traced:
+    if not check:
         return tuple(blocks), compact, None
     ok = _entries_ok(game, policy)
     for p in (0, 1):
@@ -238,8 +290,11 @@ def _player_rows(game: Game, player: int, block: jax.Array) -> jax.Array:
 def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValues:
     """Counterfactual values of ``player``'s infoset-action pairs (weighted by the
     opponent's and chance's reach only), and the counterfactual best-response values."""
-    player = _check_player(player)
-    blocks, compact, ok = _prepared_blocks(game, policy)
+    return _evaluate(_counterfactual_values, game, policy, _check_player(player))
+
+
+def _counterfactual_values(game: Game, policy, check: bool, player: int):
+    blocks, compact, ok = _prepared_blocks(game, policy, check)
     pol, br = _player_passes(game, blocks, compact, player, (sf.combine_policy, sf.combine_max))
     out = CounterfactualValues(
         _player_rows(game, player, pol.action_values),
@@ -247,7 +302,7 @@ def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValu
         _player_rows(game, player, br.action_values),
         sf.to_full(game, player, br.infoset_values),
     )
-    return CounterfactualValues(*(_poisoned(ok, x) for x in out))
+    return CounterfactualValues(*(_poisoned(ok, x) for x in out)), ok
 
 
 def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array]:
@@ -258,8 +313,11 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
       action) on ``player``'s infosets and equal to ``policy`` on the opponent's, so it
       is the profile (BR, sigma_{-p}); ``value`` is the best-response value (scalar).
     """
-    player = _check_player(player)
-    policy = _prepare(game, policy)
+    return _evaluate(_best_response, game, policy, _check_player(player))
+
+
+def _best_response(game: Game, policy, check: bool, player: int):
+    policy, ok = _prepare(game, policy, check)
     compact = sf.uses_compact(game)
     blocks = sf.policy_blocks(game, policy, compact)
     (res,) = _player_passes(game, blocks, compact, player, (sf.combine_max,))
@@ -267,13 +325,27 @@ def best_response(game: Game, policy, player: int) -> tuple[jax.Array, jax.Array
     masked = jnp.where(game.legal_mask, values, sf.NEG_INF)
     onehot = jax.nn.one_hot(jnp.argmax(masked, axis=-1), game.num_actions, dtype=policy.dtype)
     mine = (game.infoset_player == player)[:, None]
-    return jnp.where(mine, onehot, policy), res.root_value
+    return (jnp.where(mine, onehot, policy), res.root_value), ok
 
 
 def best_response_values(game: Game, policy) -> jax.Array:
     """``[2]``: each player's best-response value against the other's policy."""
-    blocks, compact, ok = _prepared_blocks(game, policy)
-    return _poisoned(ok, _br_values(game, blocks, compact))
+    return _evaluate(_best_response_values, game, policy)
+
+
+def _best_response_values(game: Game, policy, check: bool):
+    blocks, compact, ok = _prepared_blocks(game, policy, check)
+    return _poisoned(ok, _br_values(game, blocks, compact)), ok
+
+
+def _nash_conv(game: Game, policy, check: bool):
+    br, ok = _best_response_values(game, policy, check)
+    return br[0] + br[1], ok
+
+
+def _exploitability(game: Game, policy, check: bool):
+    nc, ok = _nash_conv(game, policy, check)
+    return nc / 2, ok
 
 
 def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
@@ -300,10 +372,9 @@ def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
 def nash_conv(game: Game, policy) -> jax.Array:
     """NashConv: sum over players of the best-response gain; ``0`` exactly at a Nash
     equilibrium. In a zero-sum game, ``BR_0(sigma_1) + BR_1(sigma_0)``."""
-    br = best_response_values(game, policy)
-    return br[0] + br[1]
+    return _evaluate(_nash_conv, game, policy)
 
 
 def exploitability(game: Game, policy) -> jax.Array:
     """``nash_conv / 2`` (OpenSpiel's ``exploitability``): the mean best-response gain."""
-    return nash_conv(game, policy) / 2
+    return _evaluate(_exploitability, game, policy)

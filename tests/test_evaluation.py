@@ -328,6 +328,50 @@ def test_fanin_groups_give_the_segment_sums_bits():
     assert not sf.uses_groups(sampled, True)
 
 
+def test_public_call_is_one_compiled_kernel_with_the_jitted_bits(kuhn):
+    """On concrete input the public functions run one cached jitted kernel (no per-op
+    dispatch; a second call does not trace again) and give the bits of the same function
+    jitted by the caller."""
+    from jaxcfr import _evaluation
+
+    game = kuhn
+    pol = jnp.asarray(_random_policy(game, 7), game.sf_payoff.dtype)
+    got = jaxcfr.counterfactual_values(game, pol, 1)
+    size = _evaluation._jitted._cache_size()
+    other = jaxcfr.counterfactual_values(game, jnp.asarray(_random_policy(game, 8), pol.dtype), 1)
+    assert _evaluation._jitted._cache_size() == size
+    assert not np.array_equal(np.asarray(other.values), np.asarray(got.values))
+    want = jax.jit(jaxcfr.counterfactual_values, static_argnums=2)(game, pol, 1)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_public_call_where_only_the_device_check_refuses(monkeypatch):
+    """A policy the host check accepts but the in-jit check refuses (a row sum within
+    float32 rounding of ``atol``; simulated here) gets the unchecked value, not NaN."""
+    from jaxcfr import _evaluation
+
+    game = gt.load("kuhn_poker")
+    pol = _random_policy(game, 2)
+    want = float(jaxcfr.nash_conv(game, pol))
+    _evaluation._jitted.clear_cache()
+    monkeypatch.setattr(_evaluation, "_entries_ok", lambda g, p, atol=0.0: jnp.asarray(False))
+    try:
+        assert np.isnan(float(jax.jit(jaxcfr.nash_conv)(game, pol)))
+        assert float(jaxcfr.nash_conv(game, pol)) == want
+    finally:
+        _evaluation._jitted.clear_cache()
+
+
+def test_concrete_policy_closed_over_inside_jit_is_checked_on_the_host(kuhn):
+    pol = np.asarray(gt.uniform_policy(kuhn)).copy()
+    want = float(jaxcfr.exploitability(kuhn, pol))
+    assert float(jax.jit(lambda: jaxcfr.exploitability(kuhn, pol))()) == want
+    pol[3] = [0.2, 0.2]
+    with pytest.raises(ValueError, match="sums to"):
+        jax.jit(lambda: jaxcfr.exploitability(kuhn, pol))()
+
+
 def test_bad_player(kuhn):
     with pytest.raises(ValueError, match="player"):
         jaxcfr.best_response(kuhn, gt.uniform_policy(kuhn), 2)

@@ -122,6 +122,8 @@ def test_dominated_branch_pruned_for_good_and_freed():
     # P1: root's 2 regrets + 1 average entry; P2: 2 + 1
     assert np.asarray(state.stored).tolist() == [3, 3]
     assert pruning.space_fraction(game, state) == pytest.approx(6 / 12)
+    # P2 moves last and 'p2' holds the Safe history: no infoset is opponent-frozen
+    assert pruning.space_fraction(game, state, count="both") == pytest.approx(6 / 12)
     # nodes on a non-check iteration, counted by hand: P1's traversal enters root, the P2
     # node after Safe and its t terminal (P2 never plays h: zero reach); P2's enters
     # root, the P2 node and its t terminal (h is P2's own pruned action; P1 never plays
@@ -132,6 +134,38 @@ def test_dominated_branch_pruned_for_good_and_freed():
     avg = np.asarray(jaxcfr.average_policy(game, state))
     assert avg[root].tolist() == [1.0, 0.0]
     assert float(jaxcfr.exploitability(game, avg)) < 0.05
+
+
+def test_space_count_both_by_hand():
+    """``count="both"`` on Kuhn poker (actions 0 pass, 1 bet), masks set by hand.
+    Pruned: P1's bet at root with J and Q, P2's bet after a pass with Q and K;
+    discarded: P1's J bet, P2's Q and K bets. ``own``: no own infoset lies below any of
+    these (P1's bet and P2's bet end P1's / P2's own moves), so all 12 regrets of each
+    player stay, averages 12 - 1 (P1) and 12 - 2 (P2): 45 of 48. ``both`` also drops:
+    regrets of P1's 'J | pb' (facing P2 Q or K, both pruned bets; 'Q | pb' and 'K | pb'
+    can face J's live bet) and of P2's 'K | b' (facing P1's J or Q bet, both pruned);
+    averages of 'J | pb' (Q and K bets discarded), not of 'K | b' (Q's bet not
+    discarded): P1 10 + 9, P2 10 + 10 = 39 of 48."""
+    game = gt.load("kuhn_poker")
+    ids = _ids(game)
+    solver = jaxcfr.cfr(pruning="total", threshold=0.1, check_every=1)
+    init = solver.init(game)
+    pruned = np.zeros(init.pruned.shape, bool)
+    discarded = np.zeros(init.pruned.shape, bool)
+    for key in ("P0 card:J | ", "P0 card:Q | ", "P1 card:Q | p", "P1 card:K | p"):
+        pruned[ids[key], 1] = True
+    for key in ("P0 card:J | ", "P1 card:Q | p", "P1 card:K | p"):
+        discarded[ids[key], 1] = True
+    state = init._replace(pruned=pruned, discarded=discarded)
+    assert np.asarray(pruning.stored_entries(game, state)).tolist() == [23, 22]
+    assert np.asarray(pruning.stored_entries(game, state, "both")).tolist() == [19, 20]
+    state = state._replace(stored=pruning.stored_entries(game, state))
+    assert pruning.space_fraction(game, state) == pytest.approx(45 / 48)
+    batch = jax.tree.map(lambda a, b: np.stack([a, b]), state, init)
+    both = pruning.space_fraction(game, batch, count="both")
+    np.testing.assert_allclose(both, [39 / 48, 1.0])
+    with pytest.raises(ValueError, match="count"):
+        pruning.space_fraction(game, state, count="mine")
 
 
 @pytest.mark.parametrize("plus", [False, True])
@@ -594,3 +628,24 @@ def test_live_subgame_gives_the_dense_iterates(base, n, atol, rule, x64):
     assert stats["stale"] > 0
     if rule == "paper" and base == "cfr":
         assert stats["forced"] > 0  # stretches stopped where (9) failed
+
+
+@pytest.mark.slow  # 9 s at load 11 (several small compiles)
+def test_pruning_floor_counts_on_the_dominated_game(x64):
+    """``pruning_floor``'s counts, by hand on the dominated game (its unique equilibrium
+    for P2 is t, for P1 Safe at root): never a CBR are root Risky (CBV -2 vs -1) and deep 0
+    (-3 vs -2) for P1, h for P2 (-1 vs +1). Our count keeps the regrets of root and p2
+    (deep lies below Risky: 4 of 6 entries) and the average entries root Safe and p2 t (2 of
+    6): floor (4 + 2) / 12. I_S: root and p2 hold a history with no flagged action on its
+    path, deep does not: 4 of 6. No P1 infoset lies below a P2 action: below_opp 0."""
+    from experiments.benchmarks.pruning_floor import _gaps, floor_counts
+
+    game = _dominated()
+    policy = np.asarray(jaxcfr.solve_lp(game).policy, np.float64)
+    out = floor_counts(game, _gaps(game, policy), 0.0, 0.0)
+    assert out["never_cbr"] == [2, 1]
+    assert out["floor"] == pytest.approx(0.5, abs=1e-4)
+    assert out["regrets"] == pytest.approx(4 / 6, abs=1e-4)
+    assert out["averages"] == pytest.approx(2 / 6, abs=1e-4)
+    assert out["I_S"] == pytest.approx(4 / 6, abs=1e-4)
+    assert out["below_opp"] == 0.0

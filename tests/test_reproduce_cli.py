@@ -59,3 +59,16 @@ def test_root_curve_resumed_from_its_checkpoint_equals_an_unbroken_one(tmp_path)
     np.testing.assert_array_equal(resumed, whole)
     with pytest.raises(ValueError, match="not a prefix"):  # other checkpoints: refused
         _root_curve(game, bot, 2, [30, 60, 90], key, ckpt=ckpt)
+    # states of another layout (as saved before the one statistics table: separate
+    # [R, A] tables): a finished curve still reads back, going on is refused
+    with np.load(ckpt) as data:
+        saved = dict(data)
+    stats = saved.pop("leaf0")
+    old = {k: v for k, v in saved.items() if not k.startswith("leaf")}
+    old.update(leaf0=stats[:, :, 0], leaf1=stats[:, :, 1], leaf2=stats[:, :, 2])
+    old.update({f"leaf{int(k[4:]) + 2}": v for k, v in saved.items() if k.startswith("leaf")})
+    np.savez(ckpt, **old)
+    again, _ = _root_curve(game, bot, 2, [20, 50, 90], key, ckpt=ckpt)
+    np.testing.assert_array_equal(again, whole)
+    with pytest.raises(ValueError, match="another layout"):
+        _root_curve(game, bot, 2, [20, 50, 90, 120], key, ckpt=ckpt)

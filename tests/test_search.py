@@ -357,22 +357,53 @@ def test_bytes_per_match_and_table_rows():
     assert tbl.num_rows(game) == I
     oos_bytes = 2 * I * A * 4 + I + 4
     assert jaxcfr.search.bytes_per_match(game, jaxcfr.oos(), jaxcfr.random_bot()) == oos_bytes + 4
+    uct_bytes, rm_bytes = oos_bytes, 3 * I * A * 4 + I + 4  # UCT: visits and values only
+    both = jaxcfr.search.bytes_per_match(game, jaxcfr.ismcts("uct"), jaxcfr.ismcts("rm"))
+    assert both == uct_bytes + rm_bytes
 
 
-def test_ismcts_rows_in_memory_are_the_visited_rows():
-    """The invariant compiled ISMCTS-UCT selection relies on (it tells "in memory" from
-    the visits row, not the mask): after searches from the root and from an infoset,
-    a row is marked in memory iff its visit counts are not all zero (the mask is still
-    kept; ``strategy`` returns it)."""
+@pytest.mark.parametrize("selection", ["uct", "rm"])
+def test_ismcts_rows_in_memory_are_the_visited_rows(selection):
+    """The invariant compiled ISMCTS selection relies on (it tells "in memory" from
+    the visits part of its statistics row, not the mask): after searches from the root
+    and from an infoset, a row is marked in memory iff its visit counts are not all
+    zero (the mask is still kept; ``strategy`` returns it)."""
     game = _game("kuhn_poker")
     h = int(np.nonzero(np.asarray(game.node_player) == 1)[0][0])  # a P2 history
-    bot = jaxcfr.ismcts("uct")
+    bot = jaxcfr.ismcts(selection)
     search = jax.jit(bot.search)  # one compile for both calls
     st = search(game, bot.init(game), jaxcfr.root_view(), jax.random.key(0), 7)
     st = search(game, st, jaxcfr.view_of(game, h), jax.random.key(1), 9)
     visited = np.asarray(st.visits).sum(-1) > 0
     np.testing.assert_array_equal(np.asarray(st.in_memory), visited)
     assert 0 < visited.sum() < game.num_infosets  # neither none nor every row
+
+
+@pytest.mark.parametrize("which", ["uct", "rm", "oos"])
+def test_bot_state_views_of_the_statistics_table(which):
+    """The one ``stats`` table per bot state and its named views: each view is its part
+    of ``stats`` (UCT stores no mean strategy: zeros), and ``_replace`` by a view name
+    writes that part only."""
+    game = _game("kuhn_poker")
+    bot = jaxcfr.oos("pst") if which == "oos" else jaxcfr.ismcts(which)
+    names = {
+        "uct": ("visits", "values"),
+        "rm": ("visits", "values", "strategy_sum"),
+        "oos": ("regrets", "strategy_sum"),
+    }[which]
+    st = bot.init(game)
+    R, A = game.num_infosets, game.num_actions
+    assert st.stats.shape == (R, len(names), A)
+    fill = jnp.arange(R * A, dtype=st.stats.dtype).reshape(R, A)
+    for j, name in enumerate(names):
+        new = st._replace(**{name: fill + j})
+        for jj, other in enumerate(names):
+            want = fill + j if jj == j else np.zeros((R, A))
+            np.testing.assert_array_equal(np.asarray(getattr(new, other)), want)
+    if which == "uct":
+        np.testing.assert_array_equal(np.asarray(st.strategy_sum), np.zeros((R, A)))
+        with pytest.raises(ValueError, match="strategy_sum"):
+            st._replace(strategy_sum=fill)
 
 
 def test_search_compiler_options():

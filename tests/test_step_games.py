@@ -372,6 +372,56 @@ def test_ii_goofspiel6_num_completions():
     check_num_completions("ii_goofspiel", {"num_cards": 6}, count=8)
 
 
+def check_children_completions(name, params, count=12):
+    """``children_completions(h, key, W)[k]`` equals the number of the target infoset's
+    histories at or below h's child by slot k (counted on the enumerated compiled tree),
+    for every legal slot of every history h and random target infosets biased to deep
+    ones (II-Goofspiel computes them with one forward and one backward DP pass)."""
+    game = gt.load(name, **params)
+    sg = step.load(name, **params)
+    tree = step.enumerate_tree(sg, keep_states=True)
+    parent = np.asarray(game.node_parent)
+    depth = game.meta.host["node_depth"]
+    infoset = np.asarray(game.node_infoset)
+    W = max(sg.num_actions, sg.num_chance_outcomes)
+    rng = np.random.default_rng(3)
+    decide = np.nonzero(infoset >= 0)[0]
+    nodes = np.concatenate(
+        [rng.choice(decide[-len(decide) // 3 :], 3 * count // 4), rng.choice(decide, count // 4)]
+    )
+    kid = np.full((parent.size, W), -1)
+    has_parent = np.nonzero(parent >= 0)[0]
+    kid[parent[has_parent], np.asarray(tree.action)[has_parent]] = has_parent
+    fn = jax.jit(jax.vmap(lambda s, k: sg.children_completions(s, k, W), in_axes=(0, None)))
+    for target in np.unique(infoset[nodes]):
+        members = np.nonzero(infoset == target)[0]
+        truth = np.zeros(parent.size, np.int64)
+        truth[members] = 1
+        for d in range(int(depth.max()), 0, -1):
+            at = np.nonzero(depth == d)[0]
+            np.add.at(truth, parent[at], truth[at])
+        want = np.where(kid >= 0, truth[np.maximum(kid, 0)], 0)
+        got = np.asarray(fn(tree.states, jnp.asarray(tree.info_key[members[0]])))
+        np.testing.assert_array_equal(
+            np.where(kid >= 0, got, 0), want, err_msg=f"{name} {params} infoset {target}"
+        )
+        assert want.any()
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("ii_goofspiel", {"num_cards": 4}),
+        ("ii_goofspiel", {"num_cards": 4, "first_point": 1, "decide_last_card": False}),
+        pytest.param("liars_dice", {"dice0": 1, "dice1": 1}, marks=pytest.mark.slow),
+        pytest.param("ii_goofspiel", {"num_cards": 5}, marks=pytest.mark.slow),
+        pytest.param("ii_goofspiel", {"num_cards": 6}, marks=pytest.mark.slow),
+    ],
+)
+def test_children_completions_count_the_target_histories_below_each_child(name, params):
+    check_children_completions(name, params, count=6 if params.get("num_cards") == 4 else 12)
+
+
 @pytest.mark.parametrize(
     "name,params",
     [

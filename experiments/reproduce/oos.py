@@ -345,10 +345,9 @@ def _root_curve(game, bot, seeds, checkpoints, key, ckpt=None, name="bot"):
                     f"{ckpt} holds {curve.shape[1]} seeds to checkpoints {reached}, not a "
                     f"prefix of this run's {seeds} seeds to {list(checkpoints)}; move it away"
                 )
-            n_leaves = len(jax.tree.leaves(states))
-            leaves = [jnp.asarray(data[f"leaf{i}"]) for i in range(n_leaves)]
             out, earlier = list(curve), float(data["seconds"])
-        states = jax.tree.unflatten(jax.tree.structure(states), leaves)
+            if len(reached) < len(checkpoints):  # the saved states are needed to go on
+                states = _saved_states(ckpt, data, states)
         done = reached[-1]
     t0 = time.perf_counter()
     for c, n in enumerate(checkpoints):
@@ -365,6 +364,25 @@ def _root_curve(game, bot, seeds, checkpoints, key, ckpt=None, name="bot"):
             _save_npz(ckpt, curve=np.stack(out), checkpoints=reached, seconds=seconds, **leaves)
         print(f"  {name}: {n:,} iterations done", file=sys.stderr, flush=True)
     return np.stack(out), earlier + time.perf_counter() - t0
+
+
+def _saved_states(ckpt, data, fresh):
+    """The batched search states saved in ``data`` (``leaf0``, ``leaf1``, ...), checked
+    against the leaves of ``fresh`` (count, shape, dtype): a file written with another
+    state layout (e.g. before session 26's one statistics table) raises ``ValueError``
+    naming it instead of resuming from misread arrays."""
+    like = jax.tree.leaves(fresh)
+    names = sorted((k for k in data.files if k.startswith("leaf")), key=lambda k: int(k[4:]))
+    saved = [data[k] for k in names]
+    if len(saved) != len(like) or any(
+        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(saved, like, strict=False)
+    ):
+        raise ValueError(
+            f"{ckpt} holds search states of another layout ({len(saved)} arrays, shapes "
+            f"{[a.shape for a in saved]}) than this version's bot state ({len(like)} arrays, "
+            f"shapes {[b.shape for b in like]}); move it away to start the curve afresh"
+        )
+    return jax.tree.unflatten(jax.tree.structure(fresh), [jnp.asarray(a) for a in saved])
 
 
 def _fig3_root(ctx: Context) -> str:

@@ -274,6 +274,17 @@ class StepGame:
         child with probability proportional to its count."""
         raise NotImplementedError
 
+    def children_completions(self, state, target_key, width: int) -> jax.Array:
+        """[width] float: :meth:`num_completions` of the child by each slot of
+        ``state`` (see :meth:`consistent_children` for the slots; meaningless slots are
+        masked by callers): the weights of ISMCTS's forced draw toward an infoset
+        (``jaxcfr.search._table.step_completions``). This default applies every child
+        and counts each; a game may override it with shared work across the children
+        (II-Goofspiel: one forward and one backward pass of its counting DP instead of
+        ``width`` DPs)."""
+        kids = jax.vmap(self.apply, (None, 0))(state, jnp.arange(width, dtype=jnp.int32))
+        return jax.vmap(self.num_completions, (0, None))(kids, target_key)
+
     def public_consistent(self, state, target_public_key) -> jax.Array:
         """[] bool: is ``state``'s history a prefix (or a member) of a history in the
         public state with key ``target_public_key`` ([Wp] uint32)? For public-subgame

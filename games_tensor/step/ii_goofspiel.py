@@ -310,6 +310,82 @@ class IIGoofspielStep(StepGame):
         count = count * jnp.where(pending_open, jnp.maximum(extra, 0), 1).astype(dt)
         return jnp.where(self._played_ok(state, target_key) & ties_ok, count, 0.0)
 
+    def children_completions(self, state, target_key, width):
+        # :meth:`num_completions` of every child without applying them. The children
+        # share the rounds still to assign (the parent's, less round s when the
+        # opponent moves) and differ only in the opponent's card a they take from its
+        # hand. The DP of :meth:`num_completions` is a product of linear maps over the
+        # cards, count = <e_hit, M_{n-1} ... M_0 e_0>, and removing card a replaces M_a
+        # by M'_a (no card: only the "below" pick), so with the forward states
+        # F_x = M_{x-1} ... M_0 e_0 and the backward ones G_x = M_x^T ... M_{n-1}^T e_hit
+        # every child's count is <G_{a+1}, M'_a F_a>: one forward and one backward pass
+        # instead of n DPs. (Exact integer counts, so the same values as applying each
+        # child while they stay below 2^24 in float32; above it the rounding may differ.)
+        # At the target player's own node only the key's card has a consistent child,
+        # with the parent's rounds and hand: its count is F_n at the hit.
+        n = self.num_cards
+        dt = float_dtype()
+        t = self.info_layout.fields_of(target_key)
+        player = t["player"][0]
+        c, o = t["cards"], t["outcomes"]
+        rounds = jnp.arange(n)
+        done = jnp.sum(o > 0)
+        rnd = state.round
+        r = jnp.minimum(rnd, n - 1)
+        own_card, own_out = c[r], o[r]
+        opp_moves = state.phase != player
+        fixed = (state.phase == 1) & (player == 1)
+        # the children's rounds still to assign (opponent's move: round s is played)
+        todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & (fixed | opp_moves))
+        hand = jnp.where(player == 0, state.hands[1], state.hands[0])  # the opponent's
+        tie_card = jnp.any((rounds[None, :] == c[:, None]) & (todo & (o == TIE))[:, None], axis=0)
+        ties_ok = jnp.all(~tie_card | hand)
+        avail = hand & ~tie_card
+        below = todo & (o == WIN)  # opponent card <= c - 1
+        above = todo & (o == LOSS)  # opponent card >= c + 1
+        hi, lo = c - 1, c + 1
+        num_below, num_above = jnp.sum(below), jnp.sum(above)
+        q = jnp.arange(n + 1)
+        # per-card factors of M_x, [x, n + 1] (as in num_completions' loop)
+        eligible = jnp.sum(above[None, :] & (lo[None, :] <= rounds[:, None]), axis=1)
+        serve = jnp.maximum(eligible[:, None] - (q[None, :] - 1), 0).astype(dt)  # by s
+        ends = jnp.any(below[None, :] & (hi[None, :] == rounds[:, None]), axis=1)
+        taken = jnp.sum(below[None, :] & (hi[None, :] < rounds[:, None]), axis=1)
+        pick = jnp.where(ends[:, None], jnp.maximum(q[None, :] - taken[:, None], 0), 1).astype(dt)
+        zero_row = jnp.zeros((1, n + 1), dt)
+        zero_col = jnp.zeros((n + 1, 1), dt)
+
+        def forward(f, x):  # f = F_x -> F_{x+1}; emits F_x
+            aside = jnp.concatenate([zero_row, f[:-1]], axis=0)
+            served = jnp.concatenate([zero_col, f[:, :-1]], axis=1) * serve[x][None, :]
+            g = f + jnp.where(avail[x], aside + served, 0.0)
+            return g * pick[x][:, None], f
+
+        def backward(g, x):  # g = G_{x+1} -> G_x = M_x^T G_{x+1}; emits G_{x+1}
+            h = g * pick[x][:, None]
+            up = jnp.concatenate([h[1:], zero_row], axis=0)
+            right = jnp.concatenate([(h * serve[x][None, :])[:, 1:], zero_col], axis=1)
+            return h + jnp.where(avail[x], up + right, 0.0), g
+
+        f0 = jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0)
+        hit = ((q[:, None] == num_below) & (q[None, :] == num_above)).astype(dt)
+        f_end, fs = jax.lax.scan(forward, f0, rounds)  # fs[x] = F_x
+        _, gs = jax.lax.scan(backward, hit, rounds, reverse=True)  # gs[x] = G_{x+1}
+        without = jnp.sum(gs * pick[:, :, None] * fs, axis=(1, 2))  # [a]: card a removed
+        rest = jnp.sum(avail) - num_below - num_above  # cards left for P1's round-T bid
+        # the opponent's card a (its round-s outcome must be the key's, except P1's bid
+        # in a P2 target's own round T; a P2 target's round-T bid is open below s < T)
+        out = jnp.where(own_card > rounds, WIN, jnp.where(own_card < rounds, LOSS, TIE))
+        opp = avail * without * ((rnd == done) | (out == own_out))
+        opp = opp * jnp.where((player == 1) & (rnd < done), jnp.maximum(rest - 1, 0), 1)
+        # the target player's own card
+        total = jnp.sum(jnp.where(hit > 0, f_end, 0.0))
+        total = total * jnp.where((player == 1) & (rnd < done), jnp.maximum(rest, 0), 1)
+        own = jnp.where((rounds == own_card) & (rnd < done), total, 0.0)
+        counts = jnp.where(opp_moves, opp, own)
+        counts = jnp.where(self._played_ok(state, target_key) & ties_ok, counts, 0.0)
+        return jnp.pad(counts.astype(dt), (0, max(width - n, 0)))[:width]
+
     @classmethod
     def from_rules_params(cls, num_cards, first_point, decide_last_card):
         return cls(num_cards=num_cards, first_point=first_point, decide_last_card=decide_last_card)

@@ -4,6 +4,7 @@
     solver = jaxcfr.pruning.regret_pruning(jaxcfr.cfr_plus(), "interval")
     res = jaxcfr.run(solver, game, 10_000, 1_000)
     jaxcfr.pruning.space_fraction(game, res.state)          # stored entries / unpruned
+    jaxcfr.pruning.space_fraction(game, res.state, count="both")  # working set
     jaxcfr.pruning.nodes_touched(res.state)                 # cumulative history nodes
     state = jaxcfr.pruning.run_live(solver, game, 10_000)   # Total RBP, live sub-game
     jaxcfr.pruning.compact_bytes(game, state)               # what a compact copy would hold

@@ -80,7 +80,9 @@ plus, on check iterations, the histories the CBR traversals enter (Total: below 
 checked / reset branches, with positive chance x opponent-average reach; Interval: all
 histories below the settled branches). Space = stored (infoset, action) entries of
 regrets plus average sums (Total only frees entries): regrets of infosets outside pruned
-branches, average sums outside discarded branches, as a fraction of 2 x legal pairs.
+branches, average sums outside discarded branches, as a fraction of 2 x legal pairs
+(``count="own"``; ``count="both"`` also leaves out infosets frozen below the opponent's
+pruned / discarded sequences, a working-set count: :func:`stored_entries`).
 
 This is the *dense* implementation: the kernel still runs over every entry (pruned
 ones are masked), so iterations per second do not rise; :func:`compact_game` cuts the
@@ -164,26 +166,110 @@ def nodes_touched(state) -> np.ndarray:
     return hi * float(1 << _LO_BITS) + np.asarray(state.nodes_lo, dtype=np.float64)
 
 
-def space_fraction(game: Game, state) -> np.ndarray:
-    """Stored regret + average entries as a fraction of the unpruned solver's (host)."""
+COUNTS = ("own", "both")
+
+
+def _check_count(count) -> None:
+    if count not in COUNTS:
+        raise ValueError(f"count must be one of {COUNTS}, got {count!r}")
+
+
+def space_fraction(game: Game, state, count: str = "own") -> np.ndarray:
+    """Stored regret + average entries as a fraction of the unpruned solver's (host).
+
+    ``state``: a :class:`PrunedState`, any leading batch shape (the result has it).
+    ``count`` (:func:`stored_entries`): ``"own"`` (default; what Total RBP frees, kept
+    in ``state.stored``) or ``"both"`` (the working set, also dropping infosets frozen
+    below the opponent's pruned / discarded sequences; not a freeing of average sums).
+    """
+    _check_count(count)
     total = 2 * tables(game).num_legal
-    return np.asarray(state.stored, dtype=np.float64).sum(axis=-1) / total
+    if count == "own":
+        stored = np.asarray(state.stored, dtype=np.float64)
+    else:
+        pr, dc = jnp.asarray(state.pruned), jnp.asarray(state.discarded)
+        lead, shape = pr.shape[:-2], pr.shape[-2:]
+        per = _both_entries(game, pr.reshape((-1, *shape)), dc.reshape((-1, *shape)))
+        stored = np.asarray(per, dtype=np.float64).reshape((*lead, 2))
+    return stored.sum(axis=-1) / total
 
 
-def stored_entries(game: Game, state) -> jax.Array:
+def stored_entries(game: Game, state, count: str = "own") -> jax.Array:
     """``[2]`` int32 stored regret + average entries per player, from the state's masks
-    (jittable; the solver keeps the same numbers in ``state.stored``)."""
+    (jittable; unbatched state).
+
+    * ``"own"`` (Total RBP as implemented; the solver keeps the same numbers in
+      ``state.stored``): the regrets of player p's legal (I, a) unless I lies strictly
+      below a pruned *own* sequence of p (Brown & Sandholm 2016: D(I, a) is freed when
+      pruning starts), and its average sums unless (I, a) is discarded or I lies below a
+      discarded own sequence.
+    * ``"both"``: as ``"own"``, and also without the entries of an infoset I every
+      history of which lies below a pruned (regrets) / discarded (average sums) sequence
+      of *either* player (docs/pruning.md, session 26). This is a *working-set* count:
+      sound for regrets (I's cf reach is 0 while the opponent's branch is pruned, so its
+      regrets are frozen; they are still needed, unchanged, when that branch ends), but
+      not a freeing of average sums that keeps the C / sqrt(T) bound (the opponent's best
+      response may deviate into the branch, where p's average must then be known).
+      Always <= ``"own"``. On Leduc-5 (C = 0.1) it is the count that gives the paper's
+      7-10x less space.
+    """
+    _check_count(count)
+    pruned, discarded = jnp.asarray(state.pruned), jnp.asarray(state.discarded)
+    if count == "both":
+        return _both_entries(game, pruned[None], discarded[None])[0]
     out = []
     for p in (0, 1):
         sl = game.player_slice(p)
         mask = sf.legal_block(game, p)
-        live = ~_below(game, p, state.pruned[sl].T)
-        kept = ~(
-            state.discarded[sl].T | over_actions(_below(game, p, state.discarded[sl].T), mask.shape)
-        )
+        live = ~_below(game, p, pruned[sl].T)
+        kept = ~(discarded[sl].T | over_actions(_below(game, p, discarded[sl].T), mask.shape))
         reg = jnp.sum(mask & over_actions(live, mask.shape))
         out.append((reg + jnp.sum(mask & kept)).astype(jnp.int32))
     return jnp.stack(out)
+
+
+def _both_one(game: Game, pruned: jax.Array, discarded: jax.Array) -> jax.Array:
+    """:func:`stored_entries` ``count="both"`` from the ``[I, A]`` masks."""
+    blocks = {}
+    for name, m in (("pruned", pruned), ("discarded", discarded)):
+        blocks[name] = [m[game.player_slice(p)].T for p in (0, 1)]
+    alive_r = _alive_histories(game, blocks["pruned"])
+    alive_s = _alive_histories(game, blocks["discarded"])
+    out = []
+    for p in (0, 1):
+        mask = sf.legal_block(game, p)
+        shape = mask.shape
+        pr, dc = blocks["pruned"][p], blocks["discarded"][p]
+        live = ~_below(game, p, pr) & _holding(game, p, alive_r)
+        kept = ~(dc | over_actions(_below(game, p, dc), shape))
+        kept = kept & over_actions(_holding(game, p, alive_s), shape)
+        reg = jnp.sum(mask & over_actions(live, shape))
+        out.append((reg + jnp.sum(mask & kept)).astype(jnp.int32))
+    return jnp.stack(out)
+
+
+# ``[N, I, A]`` masks -> ``[N, 2]``: one compile serves a single state and a batch
+_both_entries = jax.jit(jax.vmap(_both_one, in_axes=(None, 0, 0)))
+
+
+def _alive_histories(game: Game, flags) -> jax.Array:
+    """``[H]`` bool: no flagged sequence of either player on the path to the history
+    (``flags[p]`` ``[A, n_p]`` bool)."""
+    tab = tables(game)
+    alive = jnp.ones((tab.num_histories,), bool)
+    for q in (0, 1):
+        free = _free_plan(game, q, jnp.asarray(flags[q]), jnp.float32)
+        alive = alive & (_at_histories(free, tab.hist_own[q]) > 0)
+    return alive
+
+
+def _holding(game: Game, p: int, hist_mask: jax.Array) -> jax.Array:
+    """``[n_p]`` bool: infosets of p holding at least one history in ``hist_mask [H]``."""
+    tab = tables(game)
+    sl = game.player_slice(p)
+    hit = jnp.asarray(hist_mask)[jnp.asarray(tab.node_ids[p])].astype(jnp.int32)
+    n = jax.ops.segment_sum(hit, jnp.asarray(tab.node_local[p]), num_segments=sl.stop - sl.start)
+    return n > 0
 
 
 # ------------------------------------------------------------------ small helpers

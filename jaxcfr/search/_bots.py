@@ -3,8 +3,8 @@
 A bot is a small NamedTuple of pure functions (write them for one match; ``jax.vmap``
 over matches):
 
-* ``init(game) -> state``: fixed-shape tables (``[R, A]`` and an in-memory mask ``[R]``,
-  R rows from ``jaxcfr.search._table``) and an int32 iteration counter.
+* ``init(game) -> state``: fixed-shape tables (statistics ``[R, k, A]`` and an in-memory
+  mask ``[R]``, R rows from ``jaxcfr.search._table``) and an int32 iteration counter.
 * ``search(game, state, view, key, num_iterations) -> state``: that many iterations
   from the searcher's current position (a ``lax.fori_loop`` inside).
 * ``policy(game, state, view) -> [A]``: the distribution the bot plays there.

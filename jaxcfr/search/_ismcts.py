@@ -51,25 +51,40 @@ from jaxcfr.search import _table as tbl
 SELECTIONS = ("uct", "rm")
 
 
-class ISMCTSState(NamedTuple):
+class _ISMCTSFields(NamedTuple):
+    stats: jax.Array
+    in_memory: jax.Array
+    iteration: jax.Array
+    table: object = None
+
+
+class ISMCTSState(tbl.StatsViews, _ISMCTSFields):
     """One ISMCTS searcher (one match).
 
-    visits: [R, A] n(I, a); values: [R, A] UCT: summed outcomes v(I, a) from I's
-    player's view, RM: regrets r(I, a); strategy_sum: [R, A] RM's mean-strategy sums
-    (zeros for UCT); in_memory: [R] bool (the rows updated by a simulation are the
-    rows it marks, each with one visit, so a row is in memory iff its visits are not
-    all 0; compiled UCT selection reads its visits row for that and not the mask);
-    iteration: [] int32 simulations so far;
+    stats: [R, k, A] the statistics of a row side by side (one row read per trip, one
+    scatter per backup; ``jaxcfr.search._table.StatsViews``), k = 2 for UCT (visits,
+    values), 3 for RM (visits, values, strategy_sum); read them as the views
+    ``visits``: [R, A] n(I, a); ``values``: [R, A] UCT: summed outcomes v(I, a) from
+    I's player's view, RM: regrets r(I, a); ``strategy_sum``: [R, A] RM's
+    mean-strategy sums (zeros for UCT, not stored); in_memory: [R] bool (the rows
+    updated by a simulation are the rows it marks, each with one visit, so a row is in
+    memory iff its visits are not all 0; compiled selection reads its statistics row
+    for that and not the mask); iteration: [] int32 simulations so far;
     table: the key -> row hash table (step form, with its ``refusals`` count), None
     for a compiled game.
     """
 
-    visits: jax.Array
-    values: jax.Array
-    strategy_sum: jax.Array
-    in_memory: jax.Array
-    iteration: jax.Array
-    table: object = None
+    __slots__ = ()
+    VIEWS = ("visits", "values", "strategy_sum")
+    ZERO_VIEWS = ()
+
+
+class _UCTState(ISMCTSState):
+    """:class:`ISMCTSState` of UCT: ``stats`` [R, 2, A] (visits, values)."""
+
+    __slots__ = ()
+    VIEWS = ("visits", "values")
+    ZERO_VIEWS = ("strategy_sum",)
 
 
 class _Rec(NamedTuple):
@@ -101,7 +116,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
     """One simulation; ``path_slot`` [D] the forced slots above the start history
     (compiled form), or ``target`` the searcher's key (step form: the walk is
     restricted to consistent children until it reaches the target infoset)."""
-    dtype = state.visits.dtype
+    dtype = state.stats.dtype
     R = state.in_memory.shape[0]
 
     def step(d, kinds, v, c):
@@ -122,13 +137,13 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         if any(kinds.players):
             nr = tbl.read_node(game, state, v, dtype)
             player_node, row, mem, uniform = nr.player_node, nr.row, nr.mem, nr.uniform
-            if selection == "uct":
-                n = tbl.read_rows(state.visits, row)
-                if target is None:
-                    # compiled UCT: in memory <=> visited (see ISMCTSState), so the
-                    # visits row read anyway replaces the mask read (one random row
-                    # read less per depth; the mask gather is then dead code)
-                    mem = jnp.any(n > 0)
+            stats = tbl.read_rows(state.stats, row)  # [k, A]: one row read per trip
+            n = stats[0]
+            if target is None:
+                # compiled: in memory <=> visited (see ISMCTSState), so the statistics
+                # row read anyway replaces the mask read (one random row read less per
+                # depth; the mask gather is then dead code)
+                mem = jnp.any(n > 0)
             tree = player_node & mem & ~playout & ~forced
             reach_new = player_node & ~mem & ~playout & ~forced
             new = reach_new & nr.can_add
@@ -136,7 +151,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
             added = jnp.where(new, row, added)
             added_key = jnp.where(new, nr.key, added_key)
             if selection == "uct":
-                val = tbl.read_rows(state.values, row)
+                val = stats[1]
                 untried = v.legal & (n == 0)
                 total = jnp.sum(jnp.where(v.legal, n, 0.0))
                 safe_n = jnp.where(n > 0, n, 1.0)
@@ -146,7 +161,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
                 pick = jnp.where(jnp.any(untried), untried.astype(dtype), greedy)
                 p = uniform
             else:
-                r = tbl.read_rows(state.values, row)
+                r = stats[1]
                 tol = regret_tolerance(game, dtype)
                 p = jnp.where(tree, regret_matching(r, v.legal, uniform, tolerance=tol), uniform)
                 pick = (1.0 - gamma) * p + gamma * uniform
@@ -222,7 +237,7 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
         power of two; when it is full, new infosets are played out and counted.
 
     Returns:
-      A :class:`~jaxcfr.search.Bot` over :class:`ISMCTSState` ([R, A] tables, [R] mask):
+      A :class:`~jaxcfr.search.Bot` over :class:`ISMCTSState` ([R, k, A] statistics, [R] mask):
       ``search(game, state, view, key, num_iterations)`` runs that many simulations
       from histories drawn uniformly from ``view.infoset`` (the root for
       ``jaxcfr.root_view()``); ``policy`` is the most-visited action (UCT, one-hot) or
@@ -240,14 +255,15 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
         check_number("c", c, 0.0, np.inf, lo_open=True)
     check_number("gamma", gamma, 0.0, 1.0)
     capacity = tbl.check_capacity(capacity)
+    State = _UCTState if selection == "uct" else ISMCTSState
 
     def init(game: Game) -> ISMCTSState:
         check_game(game, step_form=True)
         smp.level_kinds(game)
         if not smp.is_step(game) and tbl.concrete(game):
             tbl.infoset_sets(game)  # host tables, before any trace
-        (visits, values, strategy_sum), in_memory, table = tbl.init_tables(game, 3, capacity)
-        return ISMCTSState(visits, values, strategy_sum, in_memory, jnp.zeros((), jnp.int32), table)
+        stats, in_memory, table = tbl.init_tables(game, len(State.VIEWS), capacity)
+        return State(stats, in_memory, jnp.zeros((), jnp.int32), table)
 
     def search(game: Game, state: ISMCTSState, view: _bots.View, key, num_iterations):
         _bots.check_search(game, view, key, num_iterations)
@@ -265,7 +281,7 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
         seed = smp.stream_seed(key)
 
         def body(t, st):
-            u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), st.visits.dtype)
+            u = smp.stream_uniforms(seed, t * (D + 1), (D + 1,), st.stats.dtype)
             if paths is None:
                 path_slot = depth = None
                 u = smp.materialize(u)
@@ -281,14 +297,10 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
             in_memory, table = tbl.commit(
                 game, st, rows, carry.added, carry.added_key, carry.refused
             )
-            return ISMCTSState(
-                smp.add_rows(st.visits, rows, nv),
-                smp.add_rows(st.values, rows, vv),
-                smp.add_rows(st.strategy_sum, rows, sv) if selection == "rm" else st.strategy_sum,
-                in_memory,
-                st.iteration + 1,
-                table,
-            )
+            parts = (nv, vv) if selection == "uct" else (nv, vv, sv)
+            # one scatter-add of [n, k, A] records (the rows are the same for every part)
+            stats = smp.add_rows(st.stats, rows, jnp.stack(parts, axis=-2))
+            return State(stats, in_memory, st.iteration + 1, table)
 
         return jax.lax.fori_loop(0, num_iterations, body, state)
 
@@ -298,9 +310,9 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
             return _bots.normalized_row(game, state.strategy_sum, state, view)
         legal = _bots.legal_row(game, view)
         row, mem = tbl.view_row(game, state, view)
-        n = jnp.where(mem, state.visits[row], 0.0)
+        n = jnp.where(mem, state.stats[row, 0], 0.0)
         best = jnp.argmax(jnp.where(legal, n, -1.0))
-        return (jnp.arange(game.num_actions) == best).astype(state.visits.dtype)
+        return (jnp.arange(game.num_actions) == best).astype(state.stats.dtype)
 
     def strategy(game: Game, state: ISMCTSState):
         check_game(game, step_form=True)

@@ -63,21 +63,27 @@ _PI_FLOOR = 1e-6
 REACH_SAMPLES = 16  # step form: walks estimating pi_bar(T) per search call
 
 
-class OOSState(NamedTuple):
-    """One OOS searcher (one match).
-
-    regrets: [R, A] cumulative sampled regrets; strategy_sum: [R, A] mean-strategy sums
-    s_I; in_memory: [R] bool, infosets added to the tree; iteration: [] int32
-    trajectories sampled so far (the update player is ``iteration % 2``); table: the
-    key -> row hash table (step form; its ``refusals`` counts infosets a full table
-    refused), None for a compiled game.
-    """
-
-    regrets: jax.Array
-    strategy_sum: jax.Array
+class _OOSFields(NamedTuple):
+    stats: jax.Array
     in_memory: jax.Array
     iteration: jax.Array
     table: object = None
+
+
+class OOSState(tbl.StatsViews, _OOSFields):
+    """One OOS searcher (one match).
+
+    stats: [R, 2, A] a row's regrets and mean-strategy sums side by side (one row read
+    per trip, one scatter per backup; ``jaxcfr.search._table.StatsViews``), read as
+    the views ``regrets``: [R, A] cumulative sampled regrets and ``strategy_sum``:
+    [R, A] mean-strategy sums s_I; in_memory: [R] bool, infosets added to the tree;
+    iteration: [] int32 trajectories sampled so far (the update player is
+    ``iteration % 2``); table: the key -> row hash table (step form; its ``refusals``
+    counts infosets a full table refused), None for a compiled game.
+    """
+
+    __slots__ = ()
+    VIEWS = ("regrets", "strategy_sum")
 
 
 class _Carry(NamedTuple):
@@ -117,7 +123,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
     epsilon, delta, gamma = hyper
     R = state.in_memory.shape[0]
     step_form = smp.is_step(game)
-    dtype = state.regrets.dtype
+    dtype = state.stats.dtype
     one = jnp.ones((), dtype)
 
     def step(d, kinds, v, c):
@@ -128,7 +134,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
         if any(kinds.players):
             nr = tbl.read_node(game, state, v, dtype)
             player_node, row, mem, uniform = nr.player_node, nr.row, nr.mem, nr.uniform
-            r = tbl.read_rows(state.regrets, row)
+            r = tbl.read_rows(state.stats, row)[0]  # the whole [2, A] row: one read
             rm = regret_matching(r, v.legal, uniform, tolerance=regret_tolerance(game, dtype))
             sig_tree = gamma * uniform + (1.0 - gamma) * rm
             tree = player_node & mem & ~c.playout
@@ -179,8 +185,9 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
             if step_form:
                 inside = jnp.where(move, ok, in_part)
             else:
-                excl = jnp.cumsum(cnt) - cnt
-                lo_k = lo + smp.select(excl, k)
+                # the target histories in the slots before k: a masked sum (one small
+                # reduction; int32, exact) instead of a cumsum's reduce-window
+                lo_k = lo + jnp.sum(jnp.where(jnp.arange(W) < k, cnt, 0))
                 lo, hi = jnp.where(move, lo_k, lo), jnp.where(move, lo_k + smp.select(cnt, k), hi)
             q = delta * c.s1 + (1.0 - delta) * c.s2
         else:
@@ -278,7 +285,7 @@ def oos(
         (``state.table.refusals``).
 
     Returns:
-      A :class:`~jaxcfr.search.Bot`: ``init(game) -> OOSState`` (tables [R, A], mask
+      A :class:`~jaxcfr.search.Bot`: ``init(game) -> OOSState`` (statistics [R, 2, A], mask
       [R]); ``search(game, state, view, key, num_iterations)`` samples
       ``num_iterations`` trajectories (update players alternating) targeted at
       ``view``; ``policy(game, state, view) -> [A]`` the mean strategy s_I normalised
@@ -302,8 +309,8 @@ def oos(
         smp.level_kinds(game)
         if smp.is_step(game) or tbl.concrete(game):
             _sets(game, targeting)  # host tables, before any trace
-        (regrets, strategy_sum), in_memory, table = tbl.init_tables(game, 2, capacity)
-        return OOSState(regrets, strategy_sum, in_memory, jnp.zeros((), jnp.int32), table)
+        stats, in_memory, table = tbl.init_tables(game, 2, capacity)
+        return OOSState(stats, in_memory, jnp.zeros((), jnp.int32), table)
 
     def search(game: Game, state: OOSState, view: _bots.View, key, num_iterations) -> OOSState:
         _bots.check_search(game, view, key, num_iterations, need_public=targeting == "pst")
@@ -382,7 +389,7 @@ def _prepare_step(game, state, view, targeting, delta, seed):
     key = view.public_state if targeting == "pst" else view.infoset
     target = tbl.StepTarget(jnp.asarray(view.player, jnp.int32), key, targeting == "pst")
     D = smp.max_depth(game)
-    dtype = state.regrets.dtype
+    dtype = state.stats.dtype
 
     def one(n):
         u = smp.stream_uniforms(seed, jnp.uint32(1 << 31) + n * jnp.uint32(D), (D,), dtype)
@@ -391,7 +398,7 @@ def _prepare_step(game, state, view, targeting, delta, seed):
             weight, reached = c
             nr = tbl.read_node(game, state, v, dtype)
             w = jnp.where(
-                v.legal & nr.mem, state.strategy_sum.at[nr.row].get(mode="fill", fill_value=0), 0.0
+                v.legal & nr.mem, state.stats.at[nr.row, 1].get(mode="fill", fill_value=0), 0.0
             )
             total = jnp.sum(w)
             mean = jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), nr.uniform)
@@ -421,17 +428,19 @@ def _iterate(game, tables, state, stream, target, inv_w, hyper):
     delta = hyper[1]
     D = smp.max_depth(game)
     seed, t = stream
-    u = smp.materialize(smp.stream_uniforms(seed, t * (D + 1), (D + 1,), state.regrets.dtype))
+    u = smp.materialize(smp.stream_uniforms(seed, t * (D + 1), (D + 1,), state.stats.dtype))
     i = state.iteration % 2
     targeted = u[D] < delta
     records, carry, utility = _sample(game, tables, state, u, i, targeted, target, inv_w, hyper)
     R = state.in_memory.shape[0]
     rr, rv, ar, av, added = _rows(game, records, carry, utility, i, delta, target is not None, R)
     in_memory, table = tbl.commit(game, state, added, added, carry.added_key, carry.refused)
-    return OOSState(
-        smp.add_rows(state.regrets, rr, rv),
-        smp.add_rows(state.strategy_sum, ar, av),
-        in_memory,
-        state.iteration + 1,
-        table,
-    )
+    # one scatter-add of [n, 2, A] records: a record updates its row's regrets (update
+    # player) or its mean-strategy sums (opponent), never both; the other part adds
+    # zeros, which leaves a table entry's bits unchanged (entries start at +0 and a sum
+    # is -0 only when both terms are)
+    upd = rr < R
+    rows = jnp.where(upd, rr, ar)
+    zero = jnp.zeros((), rv.dtype)
+    vals = jnp.stack([jnp.where(upd[:, None], rv, zero), jnp.where(upd[:, None], zero, av)], -2)
+    return OOSState(smp.add_rows(state.stats, rows, vals), in_memory, state.iteration + 1, table)

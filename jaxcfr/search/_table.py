@@ -1,7 +1,8 @@
 """Where a search bot keeps an infoset's statistics, and the history sets it targets.
 
-The one place that maps an infoset to a row of a bot's ``[R, A]`` tables
-(:func:`num_rows`, :func:`read_node`, :func:`view_row`, :func:`commit`), for both
+The one place that maps an infoset to a row of a bot's statistics table ``[R, k, A]``
+(:func:`init_tables`, :class:`StatsViews`: a trip reads one contiguous row;
+:func:`num_rows`, :func:`read_node`, :func:`view_row`, :func:`commit`), for both
 forms of a game:
 
 * compiled ``Game``: the row is the infoset id (R = I), with an in-memory mask ``[R]``
@@ -92,14 +93,48 @@ def float_type(game):
 
 
 def init_tables(game, count: int, capacity: int = DEFAULT_CAPACITY):
-    """``count`` zero ``[R, A]`` tables in the game's float dtype, an all-False
-    in-memory mask ``[R]`` and the key table (an empty ``HashTable`` of ``capacity``
-    slots for the step form, None for a compiled game)."""
+    """One zero statistics table ``[R, count, A]`` in the game's float dtype (a bot's
+    ``count`` per-action statistics of a row side by side, :class:`StatsViews`), an
+    all-False in-memory mask ``[R]`` and the key table (an empty ``HashTable`` of
+    ``capacity`` slots for the step form, None for a compiled game)."""
     R = num_rows(game, capacity)
-    shape = (R, game.num_actions)
     dtype = float_type(game)
     table = _fns(capacity).init() if is_step(game) else None
-    return tuple(jnp.zeros(shape, dtype) for _ in range(count)), jnp.zeros((R,), bool), table
+    stats = jnp.zeros((R, count, game.num_actions), dtype)
+    return stats, jnp.zeros((R,), bool), table
+
+
+class StatsViews:
+    """Named ``[..., R, A]`` views of a bot state's one statistics table ``stats``
+    ``[..., R, k, A]`` (mixed into the state NamedTuple; ``VIEWS`` names the k parts in
+    order, ``ZERO_VIEWS`` views that read as zeros).
+
+    A search trip reads an infoset's statistics as one contiguous row (one random
+    memory access instead of one per table; the tables of 512 searchers are far larger
+    than the caches) and its backup is one scatter-add of ``[n, k, A]`` records.
+    ``_replace`` accepts the view names too (the part is overwritten in ``stats``)."""
+
+    __slots__ = ()
+    VIEWS: tuple = ()
+    ZERO_VIEWS: tuple = ()
+
+    def __getattr__(self, name):
+        cls = type(self)
+        if name in cls.VIEWS:
+            return self.stats[..., cls.VIEWS.index(name), :]
+        if name in cls.ZERO_VIEWS:
+            return jnp.zeros_like(self.stats[..., 0, :])
+        raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
+
+    def _replace(self, **fields):
+        stats = fields.pop("stats", self.stats)
+        for name in list(fields):
+            if name in type(self).VIEWS:
+                j = type(self).VIEWS.index(name)
+                stats = jnp.asarray(stats).at[..., j, :].set(fields.pop(name))
+            elif name in type(self).ZERO_VIEWS:
+                raise ValueError(f"{type(self).__name__}.{name} is not stored (always zeros)")
+        return super()._replace(stats=stats, **fields)
 
 
 class NodeRow(NamedTuple):
@@ -137,7 +172,8 @@ def read_node(game, state, v, dtype) -> NodeRow:
 
 
 def read_rows(table: jax.Array, row: jax.Array) -> jax.Array:
-    """``table[row]`` (``row`` a valid row), read once by one kernel of its own.
+    """``table[row]`` (``row`` a valid row; a statistics table's whole ``[k, A]`` row),
+    read once by one kernel of its own.
 
     A search iteration reads rows of its ``[R, A]`` tables and mask on the walk and then
     scatter-adds into the same tables. XLA:CPU fuses a cheap gather into each of its
@@ -247,14 +283,14 @@ def step_children_where(game: StepGame, target: StepTarget, v, width: int, neede
 def step_completions(game: StepGame, target: StepTarget, v, width: int) -> jax.Array:
     """[width] float: each child slot's number of the (infoset) target's histories at
     or below it (``StepGame.num_completions``; 0 for the inconsistent ones), the
-    weights of a uniform draw over the target's histories. One ``apply`` and one count
-    per slot."""
+    weights of a uniform draw over the target's histories
+    (``StepGame.children_completions``: by default one ``apply`` and one count per slot;
+    II-Goofspiel shares one forward and one backward pass of its DP across the slots)."""
     if target.public:
         raise ValueError(
             "step_completions counts an infoset target's histories, not a public state's"
         )
-    kids = jax.vmap(game.apply, (None, 0))(v.state, jnp.arange(width, dtype=jnp.int32))
-    return jax.vmap(game.num_completions, (0, None))(kids, target.key)
+    return game.children_completions(v.state, target.key, width)
 
 
 def step_draw_weights(game: StepGame, target: StepTarget, v, width: int, reached, dtype):
