@@ -259,12 +259,30 @@ def run_study(
 
 
 def _upgrade_leaf(game, x: np.ndarray, template) -> np.ndarray:
-    """A checkpoint leaf ``[seeds, I, A]`` written before the CFR state kept the tables
-    of compact-layout games flat -> ``[seeds, P_0 + P_1]`` (the template's layout);
-    anything else unchanged."""
+    """A checkpoint leaf of an earlier layout of a compact-layout game's CFR tables ->
+    ``[seeds, P_0 + P_1]`` (the template's layout): ``[seeds, I, A]`` (written before the
+    state kept them flat) or the flat layout before levels were split by legal count
+    (session 26; LD(1,1): ``[seeds, 172026]``); anything else unchanged."""
+    if len(template.shape) == 1 and x.ndim == 2 and x.shape[1:] != template.shape:
+        x = _unsplit_to_infoset_table(game, x)
     if x.ndim == 3 and len(template.shape) == 1 and x.shape[1:] != template.shape:
         return np.asarray(jax.vmap(functools.partial(jaxcfr.kernel_table, game))(x))
     return x
+
+
+def _unsplit_to_infoset_table(game, x: np.ndarray) -> np.ndarray:
+    """``[seeds, P]`` in the unsplit compact layout -> ``[seeds, I, A]`` (zero where
+    illegal); ``x`` unchanged when ``P`` is not that layout's size."""
+    from games_tensor._table import compact_layout
+
+    legal = np.asarray(game.legal_mask)
+    levels = game.meta.infoset_levels
+    old = compact_layout(legal, np.asarray(game.parent_seq), levels, split=False)
+    if x.shape[1] != len(old["index"]):
+        return x
+    flat = np.zeros((x.shape[0], legal.size + 1), x.dtype)
+    flat[:, old["index"]] = x
+    return flat[:, :-1].reshape(x.shape[0], *legal.shape)
 
 
 def _run_locked(

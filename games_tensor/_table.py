@@ -127,7 +127,9 @@ def split_level(count: np.ndarray) -> list[tuple[int, np.ndarray]]:
     return pieces
 
 
-def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_levels):
+def compact_layout(
+    legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_levels, split: bool = True
+):
     """The kernel's compact layout: each level of a player's sequence tree as a
     ``[W_d, n_d]`` block, ``W_d`` the level's own maximal number of legal actions (not the
     game's ``A``), row ``k`` holding each infoset's ``k``-th legal action (actions
@@ -148,7 +150,8 @@ def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_level
     previous level's flat block), ``order`` ``[I]`` (per level, the level-local id of the
     ``q``-th infoset in piece order), ``rank`` ``[I]`` (its inverse: an infoset's place in
     piece order), ``parent_piece`` ``[I]`` (``parent_local`` in piece order), and
-    :func:`compact_positions` maps sequence ids."""
+    :func:`compact_positions` maps sequence ids. ``split=False`` keeps every level one
+    piece (the layout before session 26; used to read checkpoints written in it)."""
     legal = np.asarray(legal_mask, dtype=bool)
     n_inf, A = legal.shape
     rank = np.cumsum(legal, axis=1) - 1
@@ -165,7 +168,9 @@ def compact_layout(legal_mask: np.ndarray, parent_seq: np.ndarray, infoset_level
             ws.append(int(count[start:end].max()) if n else 0)
             offs.append(offset)
             pieces, q = [], 0
-            for w, ids in split_level(count[start:end]):
+            level = count[start:end]
+            whole = [(int(level.max()) if n else 0, np.arange(n))]
+            for w, ids in split_level(level) if split else whole:
                 rows = np.arange(ids.size)
                 local[start + ids] = offset + rank[start + ids] * ids.size + rows[:, None]
                 order[start + q : start + q + ids.size] = ids

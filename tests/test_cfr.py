@@ -327,3 +327,34 @@ def test_compact_state_tables_and_old_checkpoint_leaves(monkeypatch):
     np.testing.assert_array_equal(new[1], 2 * np.asarray(state.regrets))
     with pytest.raises(ValueError, match="compact"):
         jaxcfr.cfr_plus().update(game, state._replace(regrets=jnp.asarray(table)))
+
+
+def test_checkpoint_leaves_of_the_unsplit_compact_layout_are_converted(monkeypatch):
+    """Before session 26 a compact level was one ``[W_d, n_d]`` block (slot ``(k, q)`` =
+    the ``k``-th legal action of the level's ``q``-th infoset, zero padding); a flat
+    checkpoint leaf in that layout is converted on load to the split layout, equal to
+    ``kernel_table`` of the same ``[I, A]`` table. The old slots are built here from that
+    description, independently of the compiler."""
+    from experiments.convergence import _upgrade_leaf
+    from jaxcfr import _sequence_form as sf
+
+    monkeypatch.setattr(sf, "uses_compact", lambda g: True)
+    game = gt.load("die_roll_poker")  # levels mixing legal counts: split
+    assert any(len(p) > 1 for levels in game.meta.compact_pieces for p in levels)
+    legal = np.asarray(game.legal_mask)
+    table = np.where(legal, np.random.default_rng(0).random(legal.shape), 0.0).astype(np.float32)
+    old = []
+    for levels in game.meta.infoset_levels:
+        for s, e in levels:
+            rows = [np.flatnonzero(legal[i]) for i in range(s, e)]
+            w = max(len(r) for r in rows)
+            block = np.zeros((w, e - s), np.float32)
+            for q, r in enumerate(rows):
+                block[: len(r), q] = table[s + q, r]
+            old.append(block.reshape(-1))
+    old = np.concatenate(old)
+    want = np.asarray(jaxcfr.kernel_table(game, jnp.asarray(table)))
+    assert old.size > want.size  # the split layout pads less
+    new = _upgrade_leaf(game, np.stack([old, 3 * old]), jax.ShapeDtypeStruct(want.shape, old.dtype))
+    np.testing.assert_array_equal(new[0], want)
+    np.testing.assert_array_equal(new[1], 3 * want)
