@@ -360,6 +360,7 @@ def test_checkpoint_leaves_of_the_unsplit_compact_layout_are_converted(monkeypat
     np.testing.assert_array_equal(new[1], 3 * want)
 
 
+@pytest.mark.slow  # ~6 s: two compiles of II-GS(4)'s update after clearing the caches
 def test_grouped_payoff_step_gives_the_segment_sum_iterates(monkeypatch):
     """``jaxcfr._cfr.GROUPED`` (off by default) sums the CFR payoff step by fan-in group,
     as the exact evaluation does; on II-GS(4) in the compact layout (groups compiled)
@@ -374,9 +375,10 @@ def test_grouped_payoff_step_gives_the_segment_sum_iterates(monkeypatch):
     results, programs = {}, {}
     for grouped in (False, True):
         monkeypatch.setattr(_cfr, "GROUPED", grouped)
+        jax.clear_caches()  # the flag is read while tracing: no cached inner trace
         state = solver.init(game, jax.random.key(1), scale=1.0)
         programs[grouped] = str(jax.make_jaxpr(solver.update)(game, state))
-        step = jax.jit(solver.update)  # a fresh jit: the flag is read while tracing
+        step = jax.jit(solver.update)
         for _ in range(3):
             state = step(game, state)
         results[grouped] = state
