@@ -153,7 +153,12 @@ def _evaluate(impl, game: Game, policy, *static):
     where it is False does the host check (:func:`validate_policy`) run, to raise its
     ``ValueError`` naming the bad entry. A policy that the host check accepts but the
     device check refused (a row sum within float32 rounding of ``atol``) gets the
-    unchecked result, as before this fast path."""
+    unchecked result, as before this fast path; conversely a policy whose float32 copy
+    passes the device check is not re-checked in float64, so a row sum off by ``atol``
+    plus less than float32 rounding gets a value instead of the host check's
+    ``ValueError``. The compiled kernel is cached per game, policy shape and dtype,
+    ``static`` and the kernel layout the game runs (``sf.uses_compact``), so a layout
+    switch is seen on the next call."""
     check_game(game)
     _check_policy_type(policy)
     if isinstance(policy, (list, tuple)):
@@ -166,18 +171,22 @@ def _evaluate(impl, game: Game, policy, *static):
         raise ValueError(
             f"policy has shape {tuple(policy.shape)}, expected [I, A] = {shape} for {game.name}"
         )
-    result, ok = _jitted(game, policy, impl, True, static)
+    layout = sf.uses_compact(game)
+    result, ok = _jitted(game, policy, impl, True, static, layout)
     if isinstance(ok, jax.core.Tracer):  # concrete values closed over inside a trace
         validate_policy(game, policy)
-        return _jitted(game, policy, impl, False, static)[0]
+        return _jitted(game, policy, impl, False, static, layout)[0]
     if not bool(ok):
         validate_policy(game, policy)  # raises, naming the bad entry
-        return _jitted(game, policy, impl, False, static)[0]
+        return _jitted(game, policy, impl, False, static, layout)[0]
     return result
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 4))
-def _jitted(game: Game, policy, impl, check: bool, static: tuple):
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5))
+def _jitted(game: Game, policy, impl, check: bool, static: tuple, layout: bool):
+    """``impl`` compiled; ``layout`` (``sf.uses_compact(game)``, read while tracing
+    ``impl``) is only part of the cache key."""
+    del layout
     return impl(game, policy, check, *static)
 
 

@@ -253,7 +253,10 @@ def test_repeated_runs_reuse_compiled_code():
     "name,params",
     [
         ("leduc_poker", {}),
-        ("die_roll_poker", {}),  # levels split by legal count (compact_layout)
+        # levels split by legal count (compact_layout); ~15 s of compiles (float64, both
+        # layouts, five evaluations), so slow; the split layout's structure is checked by
+        # default in tests/test_compiler.py (test_compact_layout, test_split_level_*)
+        pytest.param("die_roll_poker", {}, marks=pytest.mark.slow),
         pytest.param("ii_goofspiel", {"num_cards": 4}, marks=pytest.mark.slow),
         # LD(1,1): flat compact levels where XLA folded the child segment sum into a
         # scatter-add onto g (1 ulp off) until ``_child_sums`` kept it apart

@@ -366,11 +366,8 @@ def test_fanin_groups(game):
         assert game.meta.payoff_groups is None
         assert _np(game.compact_group_opp).size == 0
         return
-    widths = game.meta.compact_widths
-    sizes = [
-        sum(w * (e - s) for w, (s, e) in zip(widths[p], lv, strict=True))
-        for p, lv in enumerate(game.meta.infoset_levels)
-    ]
+    pieces = game.meta.compact_pieces
+    sizes = [sum(w * n for lv in pieces[p] for w, n in lv) for p in (0, 1)]
     opp_all, pay_all = _np(game.compact_group_opp), _np(game.compact_group_payoff)
     slot_all = _np(game.compact_group_slot)
     payoff = game.meta.host["sf_payoff"]

@@ -356,11 +356,11 @@ def test_public_call_where_only_the_device_check_refuses(monkeypatch):
     want = float(jaxcfr.nash_conv(game, pol))
     _evaluation._jitted.clear_cache()
     monkeypatch.setattr(_evaluation, "_entries_ok", lambda g, p, atol=0.0: jnp.asarray(False))
-    try:
-        assert np.isnan(float(jax.jit(jaxcfr.nash_conv)(game, pol)))
+    try:  # a fresh function to jit: jax.jit(jaxcfr.nash_conv) would share a global cache
+        assert np.isnan(float(jax.jit(lambda g, p: jaxcfr.nash_conv(g, p))(game, pol)))
         assert float(jaxcfr.nash_conv(game, pol)) == want
     finally:
-        _evaluation._jitted.clear_cache()
+        jax.clear_caches()  # no trace made under the patched check outlives this test
 
 
 def test_concrete_policy_closed_over_inside_jit_is_checked_on_the_host(kuhn):
