@@ -10,7 +10,7 @@ iterations; Corollary 1: the space is then O(|I_S| |A|), S the histories reached
 actions that are CBRs to some equilibrium. This diagnostic takes one equilibrium s*
 (``--equilibrium lp``: ``jaxcfr.solve_lp``; ``cfr_plus:N``: the average of N unpruned CFR+
 iterations; or a saved ``.npz`` with ``policy`` and ``exploitability``), computes for each
-player the CBV of every legal (I, a) against s*_{-i} with the kernel's ``combine_max`` pass,
+player the CBV of every legal (I, a) against s*_{-i} (``jaxcfr.counterfactual_values``),
 and flags (I, a) "never a CBR" when the opponent reaches I (cf reach / chance mass of I >
 ``--reach-cut``) and CBV(I) - CBV(I, a) > tau * cf reach(I) (tau in chips). With these
 flags as both the pruned and the discarded set it reports, as fractions of the legal
@@ -30,7 +30,7 @@ flags as both the pruned and the discarded set it reports, as fractions of the l
 ``jaxcfr.pruning.space_fraction(game, state, count="own" | "both")`` (``both``: an
 infoset's regrets also go when every history of it lies below a pruned sequence of either
 player, its average sums when every history lies below a discarded one). Host and one
-kernel pass per player; float64.
+``counterfactual_values`` call per player; float64.
 """
 
 from __future__ import annotations
@@ -51,7 +51,13 @@ def _equilibrium(game, spec: str):
     if spec == "lp":
         policy = np.asarray(jaxcfr.solve_lp(game).policy)
     elif spec.startswith("cfr_plus:"):
-        n = int(spec.split(":", 1)[1])
+        try:
+            n = int(spec.split(":", 1)[1])
+        except ValueError:
+            raise ValueError(
+                f"--equilibrium must be 'lp', 'cfr_plus:N' (N an integer) or a .npz file, "
+                f"got {spec!r}"
+            ) from None
         res = jaxcfr.run(jaxcfr.cfr_plus(), game, n, n)
         state = jax.tree.map(lambda x: x[0], res.state)
         policy = np.asarray(jaxcfr.average_policy(game, state))
@@ -65,25 +71,30 @@ def _equilibrium(game, spec: str):
 
 
 def _gaps(game, policy):
-    """Per player p: CBV(I) - CBV(I, a) ``[A, n_p]`` against s*_{-p}, cf reach ``[n_p]``."""
+    """Per player p: CBV(I) - CBV(I, a) ``[A, n_p]`` against s*_{-p}, cf reach ``[n_p]``.
+
+    The CBVs come from ``jaxcfr.counterfactual_values`` (the evaluation kernel's
+    ``combine_max`` pass); only the opponent-and-chance reach of each infoset is added."""
     import jax.numpy as jnp
     import numpy as np
 
+    import jaxcfr
     from jaxcfr import _sequence_form as sf
     from jaxcfr.pruning import tables
     from jaxcfr.pruning._solver import _at_histories
 
     tab = tables(game)
+    pol = jnp.asarray(policy, jnp.float64)
     out = []
     for p in (0, 1):
         q = 1 - p
-        opp = sf.plan_block(game, jnp.asarray(policy[game.player_slice(q)].T, jnp.float64), q)
-        g, g0 = sf.own_terminal_values(game, opp.astype(game.sf_payoff.dtype), p)
+        rows = game.player_slice(p)
+        cv = jaxcfr.counterfactual_values(game, pol, p)
+        cbv_a = np.asarray(cv.best_response_values)[rows].T  # [A, n_p]
+        cbv = np.asarray(cv.best_response_infoset_values)[rows]  # [n_p]
         legal = np.asarray(sf.legal_block(game, p))
-        cb = sf.bottom_up(
-            game, g.astype(jnp.float64), p, jnp.asarray(legal, jnp.float64), sf.combine_max, g0
-        )
-        gap = np.where(legal, np.asarray(cb.infoset_values)[None] - np.asarray(cb.action_values), 0)
+        gap = np.where(legal, cbv[None] - cbv_a, 0)
+        opp = sf.plan_block(game, jnp.asarray(policy[game.player_slice(q)].T, jnp.float64), q)
         at_h = tab.chance * np.asarray(_at_histories(opp, tab.hist_own[q]))
         reach = np.zeros(legal.shape[1])
         np.add.at(reach, tab.node_local[p], at_h[tab.node_ids[p]])
