@@ -214,10 +214,9 @@ def run_fig1(ctx: Context) -> str:
             f"{1 / l5[0]:.1f}x (CFR); both count: {1 / l5b[1]:.1f}x (CFR+), "
             f"{1 / l5b[0]:.1f}x (CFR). The own count frees only a player's own branches; "
             "on Leduc-5 most of what it keeps lies below the *opponent's* pruned actions, "
-            "so the both count reaches the paper's 7x for CFR (6.8x at 4,000 iterations, "
-            "k = 1) and exceeds its 10x for CFR+ (36x), while the own count frees much less "
-            '(docs/pruning.md, "Session 26"). The paper would have to count '
-            "over both players' pruned sequences; which count it used is not stated.",
+            "which the both count also drops (the numbers above; docs/pruning.md, "
+            '"Session 26"). The paper would have to count over both players\' pruned '
+            "sequences to reach its 7-10x; which count it used is not stated.",
         ]
     )
 
