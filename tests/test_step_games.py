@@ -331,6 +331,27 @@ def test_ii_goofspiel6_consistent():
     check_consistent("ii_goofspiel", {"num_cards": 6}, count=8)
 
 
+def _deep_targets(infoset, count, seed):
+    """Random target infosets of the enumerated tree, biased to deep ones (3/4 drawn
+    from the last third of the decision nodes)."""
+    rng = np.random.default_rng(seed)
+    decide = np.nonzero(infoset >= 0)[0]
+    nodes = np.concatenate(
+        [rng.choice(decide[-len(decide) // 3 :], 3 * count // 4), rng.choice(decide, count // 4)]
+    )
+    return np.unique(infoset[nodes])
+
+
+def _histories_at_or_below(parent, depth, members):
+    """``[N]`` per node: how many of the nodes ``members`` lie at or below it."""
+    truth = np.zeros(parent.size, np.int64)
+    truth[members] = 1
+    for d in range(int(depth.max()), 0, -1):
+        at = np.nonzero(depth == d)[0]
+        np.add.at(truth, parent[at], truth[at])
+    return truth
+
+
 def check_num_completions(name, params, count=12):
     """``num_completions(h, key)`` equals the number of the target infoset's histories
     at or below h (counted on the enumerated compiled tree), for every history h and
@@ -342,19 +363,10 @@ def check_num_completions(name, params, count=12):
     parent = np.asarray(game.node_parent)
     depth = game.meta.host["node_depth"]
     infoset = np.asarray(game.node_infoset)
-    rng = np.random.default_rng(1)
-    decide = np.nonzero(infoset >= 0)[0]
-    nodes = np.concatenate(
-        [rng.choice(decide[-len(decide) // 3 :], 3 * count // 4), rng.choice(decide, count // 4)]
-    )
     fn = jax.jit(jax.vmap(sg.num_completions, in_axes=(0, None)))
-    for target in np.unique(infoset[nodes]):
+    for target in _deep_targets(infoset, count, seed=1):
         members = np.nonzero(infoset == target)[0]
-        truth = np.zeros(parent.size, np.int64)
-        truth[members] = 1
-        for d in range(int(depth.max()), 0, -1):
-            at = np.nonzero(depth == d)[0]
-            np.add.at(truth, parent[at], truth[at])
+        truth = _histories_at_or_below(parent, depth, members)
         got = np.asarray(fn(tree.states, jnp.asarray(tree.info_key[members[0]])))
         np.testing.assert_array_equal(got, truth, err_msg=f"{name} {params} infoset {target}")
 
@@ -384,22 +396,13 @@ def check_children_completions(name, params, count=12):
     depth = game.meta.host["node_depth"]
     infoset = np.asarray(game.node_infoset)
     W = max(sg.num_actions, sg.num_chance_outcomes)
-    rng = np.random.default_rng(3)
-    decide = np.nonzero(infoset >= 0)[0]
-    nodes = np.concatenate(
-        [rng.choice(decide[-len(decide) // 3 :], 3 * count // 4), rng.choice(decide, count // 4)]
-    )
     kid = np.full((parent.size, W), -1)
     has_parent = np.nonzero(parent >= 0)[0]
     kid[parent[has_parent], np.asarray(tree.action)[has_parent]] = has_parent
     fn = jax.jit(jax.vmap(lambda s, k: sg.children_completions(s, k, W), in_axes=(0, None)))
-    for target in np.unique(infoset[nodes]):
+    for target in _deep_targets(infoset, count, seed=3):
         members = np.nonzero(infoset == target)[0]
-        truth = np.zeros(parent.size, np.int64)
-        truth[members] = 1
-        for d in range(int(depth.max()), 0, -1):
-            at = np.nonzero(depth == d)[0]
-            np.add.at(truth, parent[at], truth[at])
+        truth = _histories_at_or_below(parent, depth, members)
         want = np.where(kid >= 0, truth[np.maximum(kid, 0)], 0)
         got = np.asarray(fn(tree.states, jnp.asarray(tree.info_key[members[0]])))
         np.testing.assert_array_equal(
