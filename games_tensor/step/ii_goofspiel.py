@@ -36,6 +36,25 @@ class IIGoofspielState(NamedTuple):
     diff: jax.Array  # [] int32: P1's points minus P2's
 
 
+class _CompletionDP(NamedTuple):
+    """The counting DP's pieces (:meth:`IIGoofspielStep._completion_dp`)."""
+
+    start: jax.Array  # [n + 1, n + 1] F_0 = e_(0, 0)
+    hit: jax.Array  # [n + 1, n + 1] 1 at (#below rounds, #above rounds)
+    forward: object  # (F_x, x) -> (F_{x+1}, None): one card's map M_x
+    avail: jax.Array  # [n] bool: the opponent's cards free for the rounds to assign
+    serve: jax.Array  # [n, n + 1] per card x and s: the above rounds it may serve
+    pick: jax.Array  # [n, n + 1] per card x and q: the below round ending at x's picks
+    ties_ok: jax.Array  # [] bool: every tied round's card is in the opponent's hand
+    rest: jax.Array  # [] int: cards left beyond the rounds to assign
+    player: jax.Array  # [] the target player
+    cards: jax.Array  # [n] the target player's cards by round (key)
+    outcomes: jax.Array  # [n] the rounds' outcomes (key; 0 = not played)
+    rnd: jax.Array  # [] the state's round
+    r: jax.Array  # [] min(round, n - 1)
+    done: jax.Array  # [] rounds played in the target
+
+
 @step_game
 class IIGoofspielStep(StepGame):
     """II-GS(num_cards): bid card index as the action; P1 bids, then P2 without seeing it.
@@ -258,71 +277,76 @@ class IIGoofspielStep(StepGame):
         # state they are: the opponent's cards in hand assigned one to one to the
         # target's rounds not played yet (ties fix the card; a won round needs a card
         # below the own card, a lost one a card above), times, for a P2 target whose
-        # round-T bid of P1 is still to come, the cards left for that bid.
-        # The assignments are counted by a DP over the cards in increasing order,
-        # f[q, s]: q cards set aside for "below" rounds, s "above" rounds served; an
-        # "above" round (card > lo) can take any card past its bound, so a card serves
-        # one of the (eligible - s) waiting ones; the "below" rounds whose bound ends at
-        # card x pick among the set-aside cards not yet taken: the target player's cards
-        # differ, so at most one "below" round has its bound at x and picks one of the
-        # q - taken cards. The count is 0 exactly when the rounds cannot be realized, so
-        # the state needs only the played-rounds part of :meth:`consistent`.
-        n = self.num_cards
-        dt = float_dtype()
-        t = self.info_layout.fields_of(target_key)
-        player = t["player"][0]
-        rounds = jnp.arange(n)
-        done = jnp.sum(t["outcomes"] > 0)
-        rnd = state.round
+        # round-T bid of P1 is still to come, the cards left for that bid. The
+        # assignments are counted by the DP of :meth:`_completion_dp`. The count is 0
+        # exactly when the rounds cannot be realized, so the state needs only the
+        # played-rounds part of :meth:`consistent`.
+        dp = self._completion_dp(state, target_key, opp_moves=False)
+        f_end, _ = jax.lax.scan(dp.forward, dp.start, jnp.arange(self.num_cards))
+        count = jnp.sum(jnp.where(dp.hit > 0, f_end, 0.0))
         bid = state.phase == 1
-        fixed = bid & (player == 1)
-        todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & fixed)
-        c, o = t["cards"], t["outcomes"]
-        avail = jnp.where(player == 0, state.hands[1], state.hands[0])
-        tie_card = (rounds[None, :] == c[:, None]) & (todo & (o == TIE))[:, None]  # [round, card]
-        ties_ok = jnp.all(~jnp.any(tie_card, axis=0) | avail)
-        avail = avail & ~jnp.any(tie_card, axis=0)
-        below = todo & (o == WIN)  # opponent card <= c - 1
-        above = todo & (o == LOSS)  # opponent card >= c + 1
-        hi, lo = c - 1, c + 1
-        num_below, num_above = jnp.sum(below), jnp.sum(above)
-        q = jnp.arange(n + 1)
-        f = jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0)
-        zero_row = jnp.zeros((1, n + 1), dt)
-        zero_col = jnp.zeros((n + 1, 1), dt)
-
-        def card(x, f):  # a lax loop over the cards, not unrolled (compile time)
-            eligible = jnp.sum(above & (lo <= x))
-            aside = jnp.concatenate([zero_row, f[:-1]], axis=0)
-            served = jnp.concatenate([zero_col, f[:, :-1]], axis=1)
-            served = served * jnp.maximum(eligible - (q[None, :] - 1), 0).astype(dt)
-            f = f + jnp.where(avail[x], aside + served, 0.0)
-            ends = jnp.any(below & (hi == x))
-            taken = jnp.sum(below & (hi < x))
-            pick = jnp.where(ends, jnp.maximum(q - taken, 0), 1).astype(dt)  # 0 if short
-            return f * pick[:, None]
-
-        f = jax.lax.fori_loop(0, n, card, f)
-        hit = (q[:, None] == num_below) & (q[None, :] == num_above)
-        count = jnp.sum(jnp.where(hit, f, 0.0))
-        pending_open = (player == 1) & ((rnd < done) | ((rnd == done) & ~bid))
-        extra = jnp.sum(avail) - num_below - num_above
-        count = count * jnp.where(pending_open, jnp.maximum(extra, 0), 1).astype(dt)
-        return jnp.where(self._played_ok(state, target_key) & ties_ok, count, 0.0)
+        pending_open = (dp.player == 1) & ((dp.rnd < dp.done) | ((dp.rnd == dp.done) & ~bid))
+        count = count * jnp.where(pending_open, jnp.maximum(dp.rest, 0), 1).astype(count.dtype)
+        return jnp.where(self._played_ok(state, target_key) & dp.ties_ok, count, 0.0)
 
     def children_completions(self, state, target_key, width):
         # :meth:`num_completions` of every child without applying them. The children
         # share the rounds still to assign (the parent's, less round s when the
         # opponent moves) and differ only in the opponent's card a they take from its
-        # hand. The DP of :meth:`num_completions` is a product of linear maps over the
-        # cards, count = <e_hit, M_{n-1} ... M_0 e_0>, and removing card a replaces M_a
-        # by M'_a (no card: only the "below" pick), so with the forward states
+        # hand. The DP is a product of linear maps over the cards,
+        # count = <e_hit, M_{n-1} ... M_0 e_0>, and removing card a replaces M_a by M'_a
+        # (no card: only the "below" pick), so with the forward states
         # F_x = M_{x-1} ... M_0 e_0 and the backward ones G_x = M_x^T ... M_{n-1}^T e_hit
         # every child's count is <G_{a+1}, M'_a F_a>: one forward and one backward pass
-        # instead of n DPs. (Exact integer counts, so the same values as applying each
-        # child while they stay below 2^24 in float32; above it the rounding may differ.)
-        # At the target player's own node only the key's card has a consistent child,
-        # with the parent's rounds and hand: its count is F_n at the hit.
+        # instead of n DPs (exact integer counts, the same values as applying each child
+        # while they stay below 2^24 in float32). At the target player's own node only
+        # the key's card has a consistent child, with the parent's rounds and hand: its
+        # count is F_n at the hit.
+        n = self.num_cards
+        opp_moves = state.phase != self.info_layout.fields_of(target_key)["player"][0]
+        dp = self._completion_dp(state, target_key, opp_moves)
+        rounds = jnp.arange(n)
+        zero_row = jnp.zeros((1, n + 1), dp.start.dtype)
+        zero_col = jnp.zeros((n + 1, 1), dp.start.dtype)
+
+        def forward(f, x):  # emits F_x too
+            return dp.forward(f, x)[0], f
+
+        def backward(g, x):  # g = G_{x+1} -> G_x = M_x^T G_{x+1}; emits G_{x+1}
+            h = g * dp.pick[x][:, None]
+            up = jnp.concatenate([h[1:], zero_row], axis=0)
+            right = jnp.concatenate([(h * dp.serve[x][None, :])[:, 1:], zero_col], axis=1)
+            return h + jnp.where(dp.avail[x], up + right, 0.0), g
+
+        f_end, fs = jax.lax.scan(forward, dp.start, rounds)  # fs[x] = F_x
+        _, gs = jax.lax.scan(backward, dp.hit, rounds, reverse=True)  # gs[x] = G_{x+1}
+        without = jnp.sum(gs * dp.pick[:, :, None] * fs, axis=(1, 2))  # [a]: card a removed
+        # the opponent's card a (its round-s outcome must be the key's, except P1's bid
+        # in a P2 target's own round T; a P2 target's round-T bid is open below s < T)
+        own_card, own_out = dp.cards[dp.r], dp.outcomes[dp.r]
+        out = jnp.where(own_card > rounds, WIN, jnp.where(own_card < rounds, LOSS, TIE))
+        p2_open = (dp.player == 1) & (dp.rnd < dp.done)
+        opp = dp.avail * without * ((dp.rnd == dp.done) | (out == own_out))
+        opp = opp * jnp.where(p2_open, jnp.maximum(dp.rest - 1, 0), 1)
+        # the target player's own card
+        total = jnp.sum(jnp.where(dp.hit > 0, f_end, 0.0))
+        total = total * jnp.where(p2_open, jnp.maximum(dp.rest, 0), 1)
+        own = jnp.where((rounds == own_card) & (dp.rnd < dp.done), total, 0.0)
+        counts = jnp.where(opp_moves, opp, own)
+        counts = jnp.where(self._played_ok(state, target_key) & dp.ties_ok, counts, 0.0)
+        return jnp.pad(counts.astype(dp.start.dtype), (0, max(width - n, 0)))[:width]
+
+    def _completion_dp(self, state, target_key, opp_moves):
+        """The counting DP of :meth:`num_completions` / :meth:`children_completions`
+        over the cards in increasing order: ``f[q, s]``, q cards set aside for "below"
+        rounds, s "above" rounds served. An "above" round (card > lo) can take any card
+        past its bound, so a card serves one of the (eligible - s) waiting ones; the
+        "below" rounds whose bound ends at card x pick among the set-aside cards not yet
+        taken (the target player's cards differ, so at most one "below" round has its
+        bound at x and picks one of the q - taken cards). ``opp_moves``: the round
+        being played is assigned (the children of an opponent's move), else only P1's
+        bid fixed by a P2 target. Returns :class:`_CompletionDP` (``forward(f, x)`` one
+        card's linear map M_x, as a ``lax.scan`` step)."""
         n = self.num_cards
         dt = float_dtype()
         t = self.info_layout.fields_of(target_key)
@@ -331,60 +355,46 @@ class IIGoofspielStep(StepGame):
         rounds = jnp.arange(n)
         done = jnp.sum(o > 0)
         rnd = state.round
-        r = jnp.minimum(rnd, n - 1)
-        own_card, own_out = c[r], o[r]
-        opp_moves = state.phase != player
         fixed = (state.phase == 1) & (player == 1)
-        # the children's rounds still to assign (opponent's move: round s is played)
         todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & (fixed | opp_moves))
         hand = jnp.where(player == 0, state.hands[1], state.hands[0])  # the opponent's
         tie_card = jnp.any((rounds[None, :] == c[:, None]) & (todo & (o == TIE))[:, None], axis=0)
-        ties_ok = jnp.all(~tie_card | hand)
         avail = hand & ~tie_card
         below = todo & (o == WIN)  # opponent card <= c - 1
         above = todo & (o == LOSS)  # opponent card >= c + 1
-        hi, lo = c - 1, c + 1
         num_below, num_above = jnp.sum(below), jnp.sum(above)
         q = jnp.arange(n + 1)
-        # per-card factors of M_x, [x, n + 1] (as in num_completions' loop)
-        eligible = jnp.sum(above[None, :] & (lo[None, :] <= rounds[:, None]), axis=1)
+        # per-card factors of M_x, [x, n + 1]
+        eligible = jnp.sum(above[None, :] & (c[None, :] + 1 <= rounds[:, None]), axis=1)
         serve = jnp.maximum(eligible[:, None] - (q[None, :] - 1), 0).astype(dt)  # by s
-        ends = jnp.any(below[None, :] & (hi[None, :] == rounds[:, None]), axis=1)
-        taken = jnp.sum(below[None, :] & (hi[None, :] < rounds[:, None]), axis=1)
+        ends = jnp.any(below[None, :] & (c[None, :] - 1 == rounds[:, None]), axis=1)
+        taken = jnp.sum(below[None, :] & (c[None, :] - 1 < rounds[:, None]), axis=1)
         pick = jnp.where(ends[:, None], jnp.maximum(q[None, :] - taken[:, None], 0), 1).astype(dt)
         zero_row = jnp.zeros((1, n + 1), dt)
         zero_col = jnp.zeros((n + 1, 1), dt)
 
-        def forward(f, x):  # f = F_x -> F_{x+1}; emits F_x
+        def forward(f, x):  # f = F_x -> F_{x+1} = M_x F_x
             aside = jnp.concatenate([zero_row, f[:-1]], axis=0)
             served = jnp.concatenate([zero_col, f[:, :-1]], axis=1) * serve[x][None, :]
             g = f + jnp.where(avail[x], aside + served, 0.0)
-            return g * pick[x][:, None], f
+            return g * pick[x][:, None], None
 
-        def backward(g, x):  # g = G_{x+1} -> G_x = M_x^T G_{x+1}; emits G_{x+1}
-            h = g * pick[x][:, None]
-            up = jnp.concatenate([h[1:], zero_row], axis=0)
-            right = jnp.concatenate([(h * serve[x][None, :])[:, 1:], zero_col], axis=1)
-            return h + jnp.where(avail[x], up + right, 0.0), g
-
-        f0 = jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0)
-        hit = ((q[:, None] == num_below) & (q[None, :] == num_above)).astype(dt)
-        f_end, fs = jax.lax.scan(forward, f0, rounds)  # fs[x] = F_x
-        _, gs = jax.lax.scan(backward, hit, rounds, reverse=True)  # gs[x] = G_{x+1}
-        without = jnp.sum(gs * pick[:, :, None] * fs, axis=(1, 2))  # [a]: card a removed
-        rest = jnp.sum(avail) - num_below - num_above  # cards left for P1's round-T bid
-        # the opponent's card a (its round-s outcome must be the key's, except P1's bid
-        # in a P2 target's own round T; a P2 target's round-T bid is open below s < T)
-        out = jnp.where(own_card > rounds, WIN, jnp.where(own_card < rounds, LOSS, TIE))
-        opp = avail * without * ((rnd == done) | (out == own_out))
-        opp = opp * jnp.where((player == 1) & (rnd < done), jnp.maximum(rest - 1, 0), 1)
-        # the target player's own card
-        total = jnp.sum(jnp.where(hit > 0, f_end, 0.0))
-        total = total * jnp.where((player == 1) & (rnd < done), jnp.maximum(rest, 0), 1)
-        own = jnp.where((rounds == own_card) & (rnd < done), total, 0.0)
-        counts = jnp.where(opp_moves, opp, own)
-        counts = jnp.where(self._played_ok(state, target_key) & ties_ok, counts, 0.0)
-        return jnp.pad(counts.astype(dt), (0, max(width - n, 0)))[:width]
+        return _CompletionDP(
+            start=jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0),
+            hit=((q[:, None] == num_below) & (q[None, :] == num_above)).astype(dt),
+            forward=forward,
+            avail=avail,
+            serve=serve,
+            pick=pick,
+            ties_ok=jnp.all(~tie_card | hand),
+            rest=jnp.sum(avail) - num_below - num_above,  # cards left for P1's round-T bid
+            player=player,
+            cards=c,
+            outcomes=o,
+            rnd=rnd,
+            r=jnp.minimum(rnd, n - 1),
+            done=done,
+        )
 
     @classmethod
     def from_rules_params(cls, num_cards, first_point, decide_last_card):
