@@ -547,3 +547,22 @@ def test_looped_walk_matches_the_unrolled_walk_and_stops_early(batch):
     np.testing.assert_array_equal(np.asarray(count0), D)
     np.testing.assert_array_equal(np.asarray(count1), min(end.max() + 1, D))
     assert batch > 1 or end.max() + 1 < D  # the single trajectory stopped early
+
+
+def test_default_chunk_bytes_is_2gib_on_cpu_and_a_quarter_of_an_accelerator(monkeypatch):
+    assert jax.devices()[0].platform != "cpu" or _match.default_chunk_bytes() == 2 << 30
+
+    class _Gpu:
+        platform = "gpu"
+
+        def memory_stats(self):
+            return {"bytes_limit": 80 << 30}
+
+    class _NoStats(_Gpu):
+        def memory_stats(self):
+            return None
+
+    monkeypatch.setattr(_match.jax, "devices", lambda: [_Gpu()])
+    assert _match.default_chunk_bytes() == 20 << 30
+    monkeypatch.setattr(_match.jax, "devices", lambda: [_NoStats()])
+    assert _match.default_chunk_bytes() == 2 << 30
