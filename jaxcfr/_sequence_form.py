@@ -509,13 +509,16 @@ def own_terminal_values(
             own = col_own
         contrib, own = vals.reshape(-1), own.reshape(-1)
     else:
-        if player == 0:
-            own, opp, sign = sf_own0, sf_own1, 1.0
-        else:
-            own, opp, sign = sf_own1, sf_own0, -1.0
-        payoff = (sign * game.sf_payoff).astype(opp_flat.dtype)
+        own, opp = (sf_own0, sf_own1) if player == 0 else (sf_own1, sf_own0)
+        payoff = game.sf_payoff.astype(opp_flat.dtype)
         contrib = rounded(take_near(opp_flat, opp, 1.0) * payoff)
     g = jax.ops.segment_sum(contrib, own, num_segments=size + 1)
+    if player == 1 and not game.meta.num_payoff_blocks:
+        # player 1's payoff is -u_0: the sums of u_0 negated, ``0 - s`` (+0 where s is
+        # a zero, as the sum of the negated terms gives; otherwise exactly -s), instead of
+        # negating all Zs payoffs, which XLA hoists out of a scan loop and then runs on
+        # every call (II-Goofspiel(6): 518,400 products per call, docs/cfr.md "Session 27")
+        g = 0.0 - g
     return (g[:size] if compact else g[:size].reshape(A, n)), g[size]
 
 
