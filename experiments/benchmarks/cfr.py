@@ -4,7 +4,11 @@ Iterations per second of ``lax.scan``-compiled CFR / CFR+ (no evaluation inside
 the timed loop), compile time separately, and batched instance-iterations/s
 (B independent runs vmapped), against OpenSpiel C++ ``CFRSolver`` /
 ``CFRPlusSolver`` timed in the same process on the same game. Timings are
-best-of-3 steady-state wall clock; on shared machines compare the ratios.
+best-of-3 steady-state wall clock; on shared machines compare the ratios. A B = 1 call
+runs ``--call-scale`` (default 10) times as many updates as a batched one (II-GS(6): 9
+instead of 2, LD(1,1) 67 instead of 6) on a donated state, so its fixed cost per call is
+spread as in ``jaxcfr.run``'s chunks; ``--call-scale 1`` times the short calls of earlier
+sessions.
 Solvers are keyed by the full infosets (``keying="full"``), so a game carrying an
 imperfect-recall abstraction (DRP-IR) is timed as the full game; abstract keying is
 timed by ``python -m experiments.benchmarks abstraction``.
@@ -23,6 +27,7 @@ import argparse
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import games_tensor as gt
@@ -59,13 +64,15 @@ def _scan_fn(solver, length):
 
 
 def measure_jax(solver, game, batch, length, repeats=3):
+    """(compile seconds, instance-iterations/s): one jitted call runs ``length`` updates
+    (``lax.scan``) on a donated state, as ``jaxcfr.run``'s chunks do."""
     init = solver.init(game)
     if batch == 1:
-        fn = jax.jit(_scan_fn(solver, length))
-        state = init
+        fn = jax.jit(_scan_fn(solver, length), donate_argnums=1)
+        state = jax.tree.map(jnp.array, init)
     else:
-        fn = jax.jit(jax.vmap(_scan_fn(solver, length), in_axes=(None, 0)))
-        state = jax.tree.map(lambda x: np.broadcast_to(x, (batch, *x.shape)), init)
+        fn = jax.jit(jax.vmap(_scan_fn(solver, length), in_axes=(None, 0)), donate_argnums=1)
+        state = jax.tree.map(lambda x: jnp.array(np.broadcast_to(x, (batch, *x.shape))), init)
     t0 = time.perf_counter()
     state = jax.block_until_ready(fn(game, state))
     first = time.perf_counter() - t0
@@ -107,7 +114,17 @@ def main(argv=None):
         default=3e7,
         help="skip batches whose B * I * A exceeds this (memory)",
     )
+    parser.add_argument(
+        "--call-scale",
+        type=float,
+        default=10.0,
+        help="B = 1 calls run this many times the batched calls' updates (2e7 x scale / "
+        "(10 histories), 2 to 2,000), so a call's fixed cost (dispatch, the loop's copy of "
+        "the state) is spread as in a long run; 1 = the batched length (before session 27)",
+    )
     args = parser.parse_args(argv)
+    if not args.call_scale > 0:
+        parser.error(f"--call-scale must be > 0, got {args.call_scale}")
     labels = args.games.split(";")
     batches = [int(b) for b in args.batches.split(",")]
     rows = []
@@ -116,7 +133,9 @@ def main(argv=None):
             continue
         game = gt.load(name, **params)
         size = game.num_infosets * game.num_actions
-        length = int(np.clip(2e7 / max(game.sizes["histories"], 1) / 10, 2, 2000))
+        histories = max(game.sizes["histories"], 1)
+        length = int(np.clip(2e7 / histories / 10, 2, 2000))  # updates per batched call
+        single_length = int(np.clip(2e7 * args.call_scale / histories / 10, 2, 2000))
         for alg in args.algorithms.split(","):
             solver = getattr(jaxcfr, alg)(keying="full")
             os_rate = None
@@ -131,7 +150,7 @@ def main(argv=None):
                 if b * size > args.max_batch_elements:
                     cells.append("-")
                     continue
-                c, rate = measure_jax(solver, game, b, length)
+                c, rate = measure_jax(solver, game, b, single_length if b == 1 else length)
                 compile_s = c if compile_s is None else compile_s
                 cells.append(f"{rate:,.0f}")
                 if b == 1:
