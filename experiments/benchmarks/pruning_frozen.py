@@ -51,9 +51,7 @@ def main(argv=None):
     ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--base", default="cfr", choices=("cfr", "cfr_plus"))
     ap.add_argument("--check-every", type=int, default=10)
-    ap.add_argument(
-        "--check-rule", default="worst_case", choices=("worst_case", "paper", "eager")
-    )
+    ap.add_argument("--check-rule", default="worst_case", choices=("worst_case", "paper", "eager"))
     ap.add_argument("--threshold", type=float, default=0.1)
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
@@ -117,8 +115,10 @@ def main(argv=None):
         f"rule={args.check_rule}, from {done} (+{n}); CPU ms per iteration, median (range) "
         f"of {args.rounds} rounds; load {min(loads):.1f}-{max(loads):.1f}"
     )
-    print("| config | ms/it | range | it/s ratio to unpruned | rows kept | frozen left out "
-          "| stretch device MB | exploitability |")
+    print(
+        "| config | ms/it | range | it/s ratio to unpruned | rows kept | frozen left out "
+        "| stretch device MB | exploitability |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for c in configs:
         med = statistics.median(times[c])
