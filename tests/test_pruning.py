@@ -478,6 +478,46 @@ def test_opponent_frozen_by_hand():
     assert pruning.layout(game, pruned).frozen == ()  # the default keeps them
 
 
+def test_frozen_catch_up_by_hand():
+    """``_catch_up`` on the layout of :func:`test_opponent_frozen_by_hand`, window sums
+    set by hand: P1's front (J, pass) A_S = 2, A_X = 6; P2's front (empty) A_S = 4,
+    A_X = 8. 'J | pb' has regrets (3, 1): sigma (3/4, 1/4), so S += 2 sigma = (1.5,
+    0.5), X += 6 sigma = (4.5, 1.5); 'K | b' has regrets (0, -2): uniform (1/2, 1/2),
+    S += (2, 2), X += (4, 4). Every other row is left as it was."""
+    from jaxcfr.pruning._subgame import _catch_up
+
+    game = gt.load("kuhn_poker")
+    ids = _ids(game)
+    pruned = _kuhn_pruned(game)
+    lay = pruning.layout(game, pruned, leave_out_frozen=True)
+    jpb, kb = ids["P0 card:J | pb"], ids["P1 card:K | b"]
+    shape = pruned.shape
+    regrets = np.ones(shape, np.float32)
+    regrets[jpb], regrets[kb] = (3.0, 1.0), (0.0, -2.0)
+    master = pruning.regret_pruning(jaxcfr.cfr(), "total").init(game)
+    master = jax.tree.map(np.array, master)._replace(
+        regrets=regrets,
+        pruned=pruned,
+        strategy_sum=np.full(shape, 10.0, np.float32),
+        plan_sum=np.full(shape, 20.0, np.float32),
+    )
+    c = {}
+    for acc, (v1, v2) in (("aS", (2.0, 4.0)), ("aX", (6.0, 8.0))):
+        fronts = [np.zeros(f.shape, np.float32) for f in lay.extra["front"]]
+        fronts[0][lay.frozen[0]["front"][0]] = v1
+        fronts[1][lay.frozen[1]["front"][0]] = v2
+        c[acc] = tuple(fronts)
+    _catch_up(master, lay, c, 0.0)
+    want_s = np.full(shape, 10.0)
+    want_x = np.full(shape, 20.0)
+    want_s[jpb] += (1.5, 0.5)
+    want_x[jpb] += (4.5, 1.5)
+    want_s[kb] += (2.0, 2.0)
+    want_x[kb] += (4.0, 4.0)
+    np.testing.assert_array_equal(master.strategy_sum, want_s)
+    np.testing.assert_array_equal(master.plan_sum, want_x)
+
+
 def _kuhn_stretch_start(solver, game, plus):
     """Kuhn before iteration 11 (k = 10: the next 9 iterations are one stretch), mask
     :func:`_kuhn_pruned` with bounds -1000 (nothing ends), random regrets (>= 0 under
@@ -497,6 +537,7 @@ def _kuhn_stretch_start(solver, game, plus):
     )
 
 
+@pytest.mark.slow  # 12-16 s at load 7 (a dense update and two stretch shapes compile)
 @pytest.mark.parametrize("plus", [False, True])
 def test_live_stretch_without_frozen_rows(plus):
     """One stretch (iterations 11-19) of ``run_live`` leaving out Kuhn's two
@@ -527,6 +568,38 @@ def test_live_stretch_without_frozen_rows(plus):
         assert np.abs(want - getattr(start, name))[frozen].max() > 0.5
         np.testing.assert_allclose(getattr(out, name), want, rtol=1e-6, atol=2e-6)
     np.testing.assert_allclose(out.regrets, np.asarray(dense.regrets), rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow  # about 30 s per base at load 7
+@pytest.mark.parametrize("base", ["cfr", "cfr_plus"])
+def test_live_stretch_without_frozen_rows_leduc(base, x64):
+    """Rank-only Leduc, float64: 300 dense Total RBP iterations (C = 0.1, k = 5,
+    worst-case rule: no stretch stops early), then one stretch (301-304) of ``run_live``
+    leaving the opponent-frozen rows out, against the dense solver over the same
+    iterations: regrets, V and bounds bit-identical to the stretch keeping the rows,
+    the frozen rows' regrets bit-identical to the dense ones; all regrets within
+    1e-12 and the average and faced-plan sums within 1e-12 relative of the dense ones
+    (float64 rounding), the frozen rows' sums included, which the window moved."""
+    game = gt.load("leduc_poker", suits=False)
+    solver = getattr(jaxcfr, base)(pruning="total", threshold=0.1, check_every=5)
+    start = _iterate(solver, game, 300)
+    dense = _iterate(solver, game, 4, start)
+    frozen = pruning.opponent_frozen(game, start.pruned) & ~pruning.dead_infosets(
+        game, start.pruned
+    )
+    assert frozen.sum() > 0
+    stats = {}
+    out = pruning.run_live(solver, game, 304, start, stats=stats)
+    assert stats["frozen_rows"] == frozen.sum() and stats["forced"] == 0
+    kept = pruning.run_live(solver, game, 304, start, leave_out_frozen=False)
+    for name in ("regrets", "values_sum", "bound"):
+        np.testing.assert_array_equal(getattr(out, name), getattr(kept, name))
+    np.testing.assert_array_equal(out.regrets[frozen], np.asarray(dense.regrets)[frozen])
+    np.testing.assert_allclose(out.regrets, np.asarray(dense.regrets), rtol=0, atol=1e-12)
+    for name in ("strategy_sum", "plan_sum"):
+        want = np.asarray(getattr(dense, name))
+        assert np.abs(want - np.asarray(getattr(start, name)))[frozen].max() > 0.5
+        np.testing.assert_allclose(getattr(out, name), want, rtol=1e-12, atol=1e-12)
 
 
 def test_bad_input():

@@ -470,6 +470,22 @@ def _frozen_tables(game: Game, p: int, frozen, parent, legal) -> dict:
     }
 
 
+def _host_regret_matching(R: np.ndarray, mask: np.ndarray, tolerance: float) -> np.ndarray:
+    """:func:`jaxcfr._solver.regret_matching` (``axis=0``, ``uniform=None``) in NumPy,
+    operation for operation in ``R``'s dtype (positive part above ``tolerance``, the
+    left-to-right sum over actions, times the reciprocal, uniform over ``mask`` where
+    the sum is 0): the stretch's sigma, without an eager JAX dispatch (and a compile)
+    for every new row count."""
+    dt = R.dtype
+    w = np.where(mask & (R > dt.type(tolerance)), R, dt.type(0))
+    total = w[0].copy()
+    for a in range(1, w.shape[0]):
+        total = (total + w[a]).astype(dt)
+    inv = (dt.type(1) / np.where(total > 0, total, dt.type(1))).astype(dt)
+    uniform = (mask / np.maximum(mask.sum(axis=0), 1)).astype(dt)
+    return np.where(total > 0, (w * inv).astype(dt), uniform)
+
+
 def _catch_up(master: PrunedState, lay: Layout, c: dict, tolerance: float) -> None:
     """Bring the average and faced-plan sums of the opponent-frozen rows ``lay`` left
     out up to date after a stretch (host, in place; the rows' regrets, V and bounds
@@ -496,8 +512,7 @@ def _catch_up(master: PrunedState, lay: Layout, c: dict, tolerance: float) -> No
         rows = fz["rows"]
         R = np.asarray(master.regrets[rows]).T
         mask = fz["legal"].T & ~np.asarray(master.pruned[rows]).T
-        sigma = np.asarray(regret_matching(R, mask, None, axis=0, tolerance=tolerance))
-        sigma = sigma.astype(np.float64)  # [A, n]
+        sigma = _host_regret_matching(R, mask, tolerance).astype(np.float64)  # [A, n]
         reach = np.ones(rows.size)  # rho at the row's parent sequence
         for lo, hi in fz["levels"]:
             par = fz["par"][lo:hi]
