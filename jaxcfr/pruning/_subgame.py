@@ -11,6 +11,10 @@ iteration where (9) fails, which then runs as a forced check on the full game):
   opponent's infosets under p's pruned branches stay: their owner still reaches them);
   per player and level, in the full game's order, padded with dummy infosets (one legal
   action, no payoff) to a size bucket (4 per octave) so that few shapes (compiles) occur;
+  ``run_live`` (by default) also leaves out the *opponent-frozen* infosets (every history
+  below a pruned sequence of the opponent: zero cf values, so regrets, V and bounds
+  frozen) and brings their average and faced-plan sums up to date after each stretch
+  (:func:`_catch_up`, from window sums the stretch keeps at their parent sequences);
 * payoff entries: those whose two sequences are live (no pruned sequence of its owner on
   the path, inclusive), merged per sequence pair, padded to a power of two; no payoff
   blocks (segment-sum path);
