@@ -434,6 +434,174 @@ def test_live_dense_loop_after_a_forced_check():
     np.testing.assert_allclose(np.asarray(host.regrets), np.asarray(dense.regrets), atol=1e-5)
 
 
+_KUHN_PRUNED = ("P0 card:J | ", "P0 card:Q | ", "P1 card:Q | p", "P1 card:K | p")
+
+
+def _kuhn_pruned(game):
+    """Kuhn's mask of :func:`test_space_count_both_by_hand`: P1's bet with J and Q, P2's
+    bet after a pass with Q and K."""
+    ids = _ids(game)
+    pruned = np.zeros((game.num_infosets, game.num_actions), bool)
+    for key in _KUHN_PRUNED:
+        pruned[ids[key], 1] = True
+    return pruned
+
+
+def test_opponent_frozen_by_hand():
+    """Under :func:`_kuhn_pruned`, by hand: P1's 'J | pb' holds the histories (J, Q)
+    and (J, K) after pass-bet, both below a pruned P2 bet (Q | p, K | p); P2's 'K | b'
+    holds (J, K) and (Q, K) after a bet, both below a pruned P1 bet (J, Q). Every other
+    infoset holds a history with no pruned opponent sequence on its path ('Q | pb': (Q,
+    J) after J's live bet; 'J | b', 'Q | b': K's live bet; the first moves: none). The
+    layout leaving them out keeps the other 10 rows (none is below an own pruned
+    sequence: each pruned bet ends its owner's moves) and hangs their catch-up on
+    their parent sequences: P1's (J, pass) and P2's empty sequence."""
+    game = gt.load("kuhn_poker")
+    keys = game.infoset_keys
+    pruned = _kuhn_pruned(game)
+    frozen = pruning.opponent_frozen(game, pruned)
+    assert sorted(keys[i] for i in np.nonzero(frozen)[0]) == ["P0 card:J | pb", "P1 card:K | b"]
+    lay = pruning.layout(game, pruned, leave_out_frozen=True)
+    kept = sorted(keys[i] for i in lay.rows if i < game.num_infosets)
+    assert kept == sorted(set(keys) - {"P0 card:J | pb", "P1 card:K | b"})
+    ids = _ids(game)
+    p1, p2 = lay.frozen
+    assert p1["rows"].tolist() == [ids["P0 card:J | pb"]]
+    assert p2["rows"].tolist() == [ids["P1 card:K | b"]]
+    # P1's front: (J, pass) in its compact [A, n'] block (row of 'J | ', action 0); P2's
+    # front: the empty sequence, A n_2' (take_near reads 1 there)
+    n1 = lay.game.meta.infosets_per_player[0]
+    row_j = int(np.nonzero(lay.rows == ids["P0 card:J | "])[0][0])
+    assert int(lay.extra["front"][0][p1["front"][0]]) == 0 * n1 + row_j
+    n2 = lay.game.meta.infosets_per_player[1]
+    assert int(lay.extra["front"][1][p2["front"][0]]) == 2 * n2
+    assert pruning.layout(game, pruned).frozen == ()  # the default keeps them
+
+
+def test_frozen_catch_up_by_hand():
+    """``_catch_up`` on the layout of :func:`test_opponent_frozen_by_hand`, window sums
+    set by hand: P1's front (J, pass) A_S = 2, A_X = 6; P2's front (empty) A_S = 4,
+    A_X = 8. 'J | pb' has regrets (3, 1): sigma (3/4, 1/4), so S += 2 sigma = (1.5,
+    0.5), X += 6 sigma = (4.5, 1.5); 'K | b' has regrets (0, -2): uniform (1/2, 1/2),
+    S += (2, 2), X += (4, 4). Every other row is left as it was."""
+    from jaxcfr.pruning._subgame import _catch_up
+
+    game = gt.load("kuhn_poker")
+    ids = _ids(game)
+    pruned = _kuhn_pruned(game)
+    lay = pruning.layout(game, pruned, leave_out_frozen=True)
+    jpb, kb = ids["P0 card:J | pb"], ids["P1 card:K | b"]
+    shape = pruned.shape
+    regrets = np.ones(shape, np.float32)
+    regrets[jpb], regrets[kb] = (3.0, 1.0), (0.0, -2.0)
+    master = pruning.regret_pruning(jaxcfr.cfr(), "total").init(game)
+    master = jax.tree.map(np.array, master)._replace(
+        regrets=regrets,
+        pruned=pruned,
+        strategy_sum=np.full(shape, 10.0, np.float32),
+        plan_sum=np.full(shape, 20.0, np.float32),
+    )
+    c = {}
+    for acc, (v1, v2) in (("aS", (2.0, 4.0)), ("aX", (6.0, 8.0))):
+        fronts = [np.zeros(f.shape, np.float32) for f in lay.extra["front"]]
+        fronts[0][lay.frozen[0]["front"][0]] = v1
+        fronts[1][lay.frozen[1]["front"][0]] = v2
+        c[acc] = tuple(fronts)
+    _catch_up(master, lay, c, 0.0)
+    want_s = np.full(shape, 10.0)
+    want_x = np.full(shape, 20.0)
+    want_s[jpb] += (1.5, 0.5)
+    want_x[jpb] += (4.5, 1.5)
+    want_s[kb] += (2.0, 2.0)
+    want_x[kb] += (4.0, 4.0)
+    np.testing.assert_array_equal(master.strategy_sum, want_s)
+    np.testing.assert_array_equal(master.plan_sum, want_x)
+
+
+def _kuhn_stretch_start(solver, game, plus):
+    """Kuhn before iteration 11 (k = 10: the next 9 iterations are one stretch), mask
+    :func:`_kuhn_pruned` with bounds -1000 (nothing ends), random regrets (>= 0 under
+    CFR+), average and faced-plan sums."""
+    pruned = _kuhn_pruned(game)
+    rng = np.random.default_rng(0)
+    shape = pruned.shape
+    regrets = rng.uniform(-1.0 if not plus else 0.0, 3.0, shape).astype(np.float32)
+    regrets[pruned] = 0.0
+    return solver.init(game)._replace(
+        regrets=regrets,
+        pruned=pruned,
+        bound=np.where(pruned, -1000.0, 0.0).astype(np.float32),
+        strategy_sum=rng.uniform(0.0, 5.0, shape).astype(np.float32),
+        plan_sum=rng.uniform(0.0, 5.0, shape).astype(np.float32),
+        iteration=np.int32(10),
+    )
+
+
+@pytest.mark.slow  # 12-16 s at load 7 (a dense update and two stretch shapes compile)
+@pytest.mark.parametrize("plus", [False, True])
+def test_live_stretch_without_frozen_rows(plus):
+    """One stretch (iterations 11-19) of ``run_live`` leaving out Kuhn's two
+    opponent-frozen rows (:func:`test_opponent_frozen_by_hand`) against the dense solver
+    over the same iterations, CFR (uniform averaging) and CFR+ (linear): the regrets,
+    V and bounds are bit-identical to the stretch that keeps the rows (and the frozen
+    rows' regrets to the dense solver's: unchanged); the average and faced-plan sums
+    equal the dense ones to float32 rounding (|diff| <= 2e-6 + 1e-6 |S|: one product of
+    window sums against nine rounded adds), the frozen rows' included, which the window
+    moved by more than 0.5 (so a missing catch-up fails)."""
+    game = gt.load("kuhn_poker")
+    solver = (jaxcfr.cfr_plus if plus else jaxcfr.cfr)(
+        pruning="total", threshold=0.0, check_every=10, check_rule="paper"
+    )
+    start = _kuhn_stretch_start(solver, game, plus)
+    dense = _iterate(solver, game, 9, start)
+    frozen = pruning.opponent_frozen(game, start.pruned)
+    stats = {}
+    out = pruning.run_live(solver, game, 19, start, stats=stats)
+    assert stats["frozen_rows"] == 2 and stats["checks"] == 1 and int(out.iteration) == 19
+    kept = pruning.run_live(solver, game, 19, start, leave_out_frozen=False)
+    for name in ("regrets", "values_sum", "bound"):
+        np.testing.assert_array_equal(getattr(out, name), getattr(kept, name))
+    np.testing.assert_array_equal(out.regrets[frozen], np.asarray(dense.regrets)[frozen])
+    np.testing.assert_array_equal(out.regrets[frozen], start.regrets[frozen])
+    for name in ("strategy_sum", "plan_sum"):
+        want = np.asarray(getattr(dense, name))
+        assert np.abs(want - getattr(start, name))[frozen].max() > 0.5
+        np.testing.assert_allclose(getattr(out, name), want, rtol=1e-6, atol=2e-6)
+    np.testing.assert_allclose(out.regrets, np.asarray(dense.regrets), rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow  # about 30 s per base at load 7
+@pytest.mark.parametrize("base", ["cfr", "cfr_plus"])
+def test_live_stretch_without_frozen_rows_leduc(base, x64):
+    """Rank-only Leduc, float64: 300 dense Total RBP iterations (C = 0.1, k = 5,
+    worst-case rule: no stretch stops early), then one stretch (301-304) of ``run_live``
+    leaving the opponent-frozen rows out, against the dense solver over the same
+    iterations: regrets, V and bounds bit-identical to the stretch keeping the rows,
+    the frozen rows' regrets bit-identical to the dense ones; all regrets within
+    1e-12 and the average and faced-plan sums within 1e-12 relative of the dense ones
+    (float64 rounding), the frozen rows' sums included, which the window moved."""
+    game = gt.load("leduc_poker", suits=False)
+    solver = getattr(jaxcfr, base)(pruning="total", threshold=0.1, check_every=5)
+    start = _iterate(solver, game, 300)
+    dense = _iterate(solver, game, 4, start)
+    frozen = pruning.opponent_frozen(game, start.pruned) & ~pruning.dead_infosets(
+        game, start.pruned
+    )
+    assert frozen.sum() > 0
+    stats = {}
+    out = pruning.run_live(solver, game, 304, start, stats=stats)
+    assert stats["frozen_rows"] == frozen.sum() and stats["forced"] == 0
+    kept = pruning.run_live(solver, game, 304, start, leave_out_frozen=False)
+    for name in ("regrets", "values_sum", "bound"):
+        np.testing.assert_array_equal(getattr(out, name), getattr(kept, name))
+    np.testing.assert_array_equal(out.regrets[frozen], np.asarray(dense.regrets)[frozen])
+    np.testing.assert_allclose(out.regrets, np.asarray(dense.regrets), rtol=0, atol=1e-12)
+    for name in ("strategy_sum", "plan_sum"):
+        want = np.asarray(getattr(dense, name))
+        assert np.abs(want - np.asarray(getattr(start, name)))[frozen].max() > 0.5
+        np.testing.assert_allclose(getattr(out, name), want, rtol=1e-12, atol=1e-12)
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="threshold"):
         jaxcfr.cfr(pruning="total", threshold=-0.1)
@@ -461,6 +629,8 @@ def test_bad_input():
         pruning.run_live(total, _dominated(), 10, shrink=0.5)
     with pytest.raises(ValueError, match="stable"):
         pruning.run_live(total, _dominated(), 10, stable=0)
+    with pytest.raises(ValueError, match="leave_out_frozen"):
+        pruning.run_live(total, _dominated(), 10, leave_out_frozen=1)
 
 
 def test_compact_bytes_by_hand():

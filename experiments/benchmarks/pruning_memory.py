@@ -10,7 +10,9 @@ now), of a compact master copy holding only what Total RBP needs
 ``exact``, or left out, ``paper``), of the unpruned solver's regrets + average sums
 (2 I A; with legal entries only, 2 x legal pairs), and, for scale, of the full
 game's arrays and of the live sub-game's arrays (:func:`jaxcfr.pruning.layout` under
-the state's pruned set: what a live stretch allocates on top). Host only: nothing is compiled.
+the state's pruned set: what a live stretch allocates on top), keeping the
+opponent-frozen rows (sessions 23-26) and leaving them out (``run_live``'s default
+since session 27; ``frozen`` = the rows left out). Host only: nothing is compiled.
 """
 
 from __future__ import annotations
@@ -54,10 +56,10 @@ def main(argv=None):
         row["game"] = game_bytes
         row["space"] = round(float(pruning.space_fraction(game, state)), 4)
         if not args.no_layout:
-            lay = pruning.layout(game, np.asarray(state.pruned))
-            row["live_subgame"] = sum(
-                np.asarray(x).nbytes for x in jax.tree.leaves((lay.game, lay.extra))
-            )
+            for key, out in ((False, "live_subgame"), (True, "live_subgame_no_frozen")):
+                lay = pruning.layout(game, np.asarray(state.pruned), leave_out_frozen=key)
+                row[out] = sum(np.asarray(x).nbytes for x in jax.tree.leaves((lay.game, lay.extra)))
+            row["frozen"] = sum(int(fz["rows"].size) for fz in lay.frozen)
         print(json.dumps(row), flush=True)
         rows.append(row)
     n_inf, n_act = game.num_infosets, game.num_actions
@@ -69,16 +71,18 @@ def main(argv=None):
     print(
         "| iterations | space | live rows | average rows | plan rows | dense state | "
         "compact, exact | compact, paper | exact / unpruned | paper / unpruned | "
-        "legal entries only / unpruned's | live sub-game arrays |"
+        "legal entries only / unpruned's | live sub-game arrays | without frozen rows "
+        "(rows left out) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         sub = _mb(r["live_subgame"]) if "live_subgame" in r else "-"
+        nof = f"{_mb(r['live_subgame_no_frozen'])} ({r['frozen']})" if "frozen" in r else "-"
         print(
             f"| {r['iterations']} | {r['space']:.3f} | {r['live_rows']} | {r['average_rows']} | "
             f"{r['plan_rows']} | {_mb(r['dense'])} | {_mb(r['exact'])} | {_mb(r['paper'])} | "
             f"{r['exact'] / r['unpruned']:.2f} | {r['paper'] / r['unpruned']:.2f} | "
-            f"{r['paper_legal'] / r['unpruned_legal']:.2f} | {sub} |"
+            f"{r['paper_legal'] / r['unpruned_legal']:.2f} | {sub} | {nof} |"
         )
     return 0
 

@@ -27,6 +27,7 @@ from jaxcfr.pruning._subgame import (
     dead_infosets,
     layout,
     live_payoff_entries,
+    opponent_frozen,
     run_live,
 )
 from jaxcfr.pruning._tables import PruningTables, tables
@@ -42,6 +43,7 @@ __all__ = [
     "layout",
     "live_payoff_entries",
     "nodes_touched",
+    "opponent_frozen",
     "regret_pruning",
     "run_live",
     "space_fraction",

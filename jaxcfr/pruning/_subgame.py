@@ -11,6 +11,10 @@ iteration where (9) fails, which then runs as a forced check on the full game):
   opponent's infosets under p's pruned branches stay: their owner still reaches them);
   per player and level, in the full game's order, padded with dummy infosets (one legal
   action, no payoff) to a size bucket (4 per octave) so that few shapes (compiles) occur;
+  ``run_live`` (by default) also leaves out the *opponent-frozen* infosets (every history
+  below a pruned sequence of the opponent: zero cf values, so regrets, V and bounds
+  frozen) and brings their average and faced-plan sums up to date after each stretch
+  (:func:`_catch_up`, from window sums the stretch keeps at their parent sequences);
 * payoff entries: those whose two sequences are live (no pruned sequence of its owner on
   the path, inclusive), merged per sequence pair, padded to a power of two; no payoff
   blocks (segment-sum path);
@@ -106,13 +110,18 @@ class Layout:
     each compact row, ``I`` for dummies); ``live_entries`` real payoff entries kept;
     ``pruned`` ``[I, A]`` the mask it was built under; ``extra`` the per-player history
     tables (``hist_row`` local row in p's block, ``hist_opp`` the opponent's sequence in
-    its block, ``hist_chance``) and ``upper`` ``[A, n_p']`` U(I, a) of the rows."""
+    its block, ``hist_chance``), ``upper`` ``[A, n_p']`` U(I, a) of the rows and
+    ``front`` ``[F_p]`` the positions in p's compact block of the parent sequences of
+    the opponent-frozen rows left out (:func:`opponent_frozen`); ``frozen`` per player
+    the host tables that bring those rows' sums up to date (:func:`_catch_up`; empty
+    when none is left out)."""
 
     game: Game
     rows: np.ndarray
     live_entries: int
     pruned: np.ndarray
     extra: dict
+    frozen: tuple = ()
 
 
 def dead_infosets(game: Game, pruned: np.ndarray) -> np.ndarray:
@@ -167,6 +176,7 @@ class Shape(NamedTuple):
     payoff: int
     hist: tuple
     rows: int
+    front: tuple = (0, 0)
 
 
 def shape_of(lay: Layout) -> Shape:
@@ -178,18 +188,32 @@ def shape_of(lay: Layout) -> Shape:
         meta.num_sf_terminals,
         tuple(int(h.shape[0]) for h in lay.extra["hist_row"]),
         int(lay.rows.size),
+        tuple(int(f.shape[0]) for f in lay.extra["front"]),
     )
 
 
-def layout(game: Game, pruned, like: Layout | Shape | None = None) -> Layout | None:
+def layout(
+    game: Game,
+    pruned,
+    like: Layout | Shape | None = None,
+    *,
+    leave_out_frozen: bool = False,
+) -> Layout | None:
     """The live sub-game of ``game`` under the Total RBP mask ``pruned`` ``[I, A]``;
     with ``like``, padded to ``like``'s shapes (levels, fan-outs, payoff entries, so
-    no new compile), or ``None`` where the live sub-game does not fit in them."""
+    no new compile), or ``None`` where the live sub-game does not fit in them. With
+    ``leave_out_frozen``, the opponent-frozen infosets (:func:`opponent_frozen`) are
+    left out too (their regrets, V and bounds cannot change while ``pruned`` stands;
+    :func:`_catch_up` brings their average and faced-plan sums up to date)."""
     pruned = np.asarray(pruned, bool)
     A, n_inf = game.num_actions, game.num_infosets
     legal = np.asarray(game.legal_mask)
     parent = np.asarray(game.parent_seq).astype(np.int64)
     dead = dead_infosets(game, pruned)
+    frozen = np.zeros(n_inf, bool)
+    if leave_out_frozen:
+        frozen = opponent_frozen(game, pruned, dead) & ~dead
+    drop = dead | frozen
     target = None
     if isinstance(like, Layout):
         like = shape_of(like)
@@ -199,7 +223,7 @@ def layout(game: Game, pruned, like: Layout | Shape | None = None) -> Layout | N
     for p, levels in enumerate(game.meta.infoset_levels):
         count = 0
         for d, (start, end) in enumerate(levels):
-            ids = np.arange(start, end)[~dead[start:end]]
+            ids = np.arange(start, end)[~drop[start:end]]
             size = _bucket(ids.size)
             if target is not None:
                 size = target[p][d] if d < len(target[p]) else 0
@@ -336,11 +360,23 @@ def layout(game: Game, pruned, like: Layout | Shape | None = None) -> Layout | N
         up = np.zeros((A, sizes[p]))
         up[:, real_p] = tab.upper[p][:, mine[real_p] - game.player_slice(p).start]
         extra["upper"].append(up)
+    fronts, catch = [], []
+    for p in (0, 1):
+        built = _frozen_tables(game, p, frozen, parent, legal)
+        front = own(seq_map(built.pop("front_seq")), p).astype(np.int64)
+        f_size = _bucket(front.size)
+        if like is not None:
+            f_size = like.front[p]
+            if f_size < front.size:
+                return None
+        fronts.append(np.concatenate([front, np.full(f_size - front.size, A * sizes[p] + 1)]))
+        catch.append(built)
     extra = {
         "hist_row": tuple(i32(x) for x in extra["hist_row"]),
         "hist_opp": tuple(i32(x) for x in extra["hist_opp"]),
         "hist_chance": tuple(jnp.asarray(x, dtype) for x in extra["hist_chance"]),
         "upper": tuple(jnp.asarray(x, dtype) for x in extra["upper"]),
+        "front": tuple(i32(x) for x in fronts),
     }
     no_i = jnp.zeros((0, 1), jnp.int32)
     unused = {  # fields the stretch's kernel calls never read: not allocated on the device
@@ -368,7 +404,130 @@ def layout(game: Game, pruned, like: Layout | Shape | None = None) -> Layout | N
         block_col_own=no_i,
         meta=meta,
     )
-    return Layout(small, rows.astype(np.int32), n_z, pruned.copy(), extra)
+    catch = tuple(catch) if frozen.any() else ()
+    return Layout(small, rows.astype(np.int32), n_z, pruned.copy(), extra, catch)
+
+
+def opponent_frozen(game: Game, pruned, dead: np.ndarray | None = None) -> np.ndarray:
+    """``[I]`` bool (host): the infosets every history of which lies below a pruned
+    sequence of the *opponent* (``pruned`` ``[I, A]``, a Total RBP mask; a pruned
+    sequence: a pruned (J, b), or any sequence of J below one, ``dead``:
+    :func:`dead_infosets`). While the mask stands the opponent's plan is 0 there, so
+    such an infoset's counterfactual reach and values are 0: its regrets, V(I) and
+    bound of (9) do not change (docs/pruning.md, session 26: "opponent-frozen"). The
+    set is closed downwards in the owner's tree (a child's histories extend its
+    parent's)."""
+    pruned = np.asarray(pruned, bool)
+    dead = dead_infosets(game, pruned) if dead is None else dead
+    tab = tables(game)
+    A = game.num_actions
+    out = np.zeros(game.num_infosets, bool)
+    for p in (0, 1):
+        q = 1 - p
+        n_q, q0 = game.meta.infosets_per_player[q], game.player_slice(q).start
+        pos = tab.hist_own[q][tab.node_ids[p]].astype(np.int64)  # q's last sequence
+        empty = pos >= A * n_q
+        i = np.where(empty, 0, pos % max(n_q, 1) + q0)
+        a = np.where(empty, 0, pos // max(n_q, 1))
+        free = empty | (~dead[i] & ~pruned[i, a])  # no pruned sequence of q on the path
+        sl = game.player_slice(p)
+        hits = np.bincount(tab.node_local[p], weights=free, minlength=sl.stop - sl.start)
+        out[sl] = hits == 0
+    return out
+
+
+def _frozen_tables(game: Game, p: int, frozen, parent, legal) -> dict:
+    """Host tables of player p's left-out frozen rows (full ids ``rows``, sorted, so
+    parents come first): ``par`` the index of the parent row among them (-1 for a
+    root: its parent sequence is not frozen), ``pact`` the parent action, ``front``
+    the index of the root's parent sequence in ``front_seq`` (full flat sequence ids,
+    ``I * A`` for the empty sequence), ``levels`` slices of ``rows`` per level of p
+    and ``legal`` ``[n, A]``."""
+    A, n_inf = game.num_actions, game.num_infosets
+    sl = game.player_slice(p)
+    rows = np.nonzero(frozen[sl])[0].astype(np.int64) + sl.start
+    par = parent[rows]
+    inner = par < n_inf * A
+    pinf = np.where(inner, par // A, 0)
+    root = ~inner | ~frozen[pinf]
+    index = np.full(n_inf, -1, np.int64)
+    index[rows] = np.arange(rows.size)
+    par_idx = np.where(root, -1, index[pinf])
+    front_seq, front = np.unique(par[root], return_inverse=True)
+    front_idx = np.zeros(rows.size, np.int64)
+    front_idx[root] = front
+    levels = []
+    for start, end in game.meta.infoset_levels[p]:
+        lo, hi = np.searchsorted(rows, start), np.searchsorted(rows, end)
+        sub = np.arange(lo, hi)[~root[lo:hi]]
+        front_idx[sub] = front_idx[par_idx[sub]]  # parents lie on earlier levels
+        if hi > lo:
+            levels.append((int(lo), int(hi)))
+    return {
+        "rows": rows,
+        "par": par_idx,
+        "pact": np.where(inner, par % A, 0),
+        "front": front_idx,
+        "front_seq": front_seq,
+        "levels": tuple(levels),
+        "legal": legal[rows],
+    }
+
+
+def _host_regret_matching(R: np.ndarray, mask: np.ndarray, tolerance: float) -> np.ndarray:
+    """:func:`jaxcfr._solver.regret_matching` (``axis=0``, ``uniform=None``) in NumPy,
+    operation for operation in ``R``'s dtype (positive part above ``tolerance``, the
+    left-to-right sum over actions, times the reciprocal, uniform over ``mask`` where
+    the sum is 0): the stretch's sigma, without an eager JAX dispatch (and a compile)
+    for every new row count."""
+    dt = R.dtype
+    w = np.where(mask & (R > dt.type(tolerance)), R, dt.type(0))
+    total = w[0].copy()
+    for a in range(1, w.shape[0]):
+        total = (total + w[a]).astype(dt)
+    inv = (dt.type(1) / np.where(total > 0, total, dt.type(1))).astype(dt)
+    uniform = (mask / np.maximum(mask.sum(axis=0), 1)).astype(dt)
+    return np.where(total > 0, (w * inv).astype(dt), uniform)
+
+
+def _catch_up(master: PrunedState, lay: Layout, c: dict, tolerance: float) -> None:
+    """Bring the average and faced-plan sums of the opponent-frozen rows ``lay`` left
+    out up to date after a stretch (host, in place; the rows' regrets, V and bounds
+    did not change: their cf values were 0).
+
+    In the stretch sigma(I, a) is fixed at a frozen row (its regrets and the pruned
+    set are), so player p's plan there is x_t(I, a) = x_t(f) rho(I, a), where f is
+    the parent sequence of the top frozen row above I (a live sequence, or the empty
+    one) and rho(I, a) = prod sigma(J, b) over the frozen (J, b) from that row down to
+    (I, a) inclusive. The dense solver adds S(I, a) <- (S(I, a) + w_t x_t(I, a)) d_t
+    and X(I, a) <- X(I, a) + x'_t(I, a) on each iteration t of the window (CFR: w_t =
+    d_t = 1, uniform averaging; CFR+: w_t = 1, d_t = t / (t + 1), linear averaging
+    normalized by T + 1; x' the plan the opponent faced: P1's updated one under
+    alternating updates). So S(I, a) = S_0(I, a) prod_t d_t + rho(I, a) A_S(f),
+    X(I, a) = X_0(I, a) + rho(I, a) A_X(f), with A_S(f) = the window's sum of w_t x_t(f)
+    prod_{u >= t} d_u and A_X(f) = the sum of x'_t(f), which the stretch accumulates at
+    the front sequences only (``c["aS"]``, ``c["aX"]``). S_0 prod d is applied with
+    every row outside the sub-game (:func:`_scatter`); rho is one host pass down the
+    frozen rows' levels. Equal to the dense sums up to float rounding (one product of
+    sums instead of a sum of products)."""
+    for p, fz in enumerate(lay.frozen):
+        if fz["rows"].size == 0:
+            continue
+        rows = fz["rows"]
+        R = np.asarray(master.regrets[rows]).T
+        mask = fz["legal"].T & ~np.asarray(master.pruned[rows]).T
+        sigma = _host_regret_matching(R, mask, tolerance).astype(np.float64)  # [A, n]
+        reach = np.ones(rows.size)  # rho at the row's parent sequence
+        for lo, hi in fz["levels"]:
+            par = fz["par"][lo:hi]
+            inner = par >= 0
+            up = sigma[fz["pact"][lo:hi][inner], par[inner]] * reach[par[inner]]
+            reach[lo:hi][inner] = up
+        rho = sigma * reach[None]
+        for field, acc in (("strategy_sum", "aS"), ("plan_sum", "aX")):
+            front = np.asarray(c[acc][p], np.float64)[fz["front"]]
+            table = getattr(master, field)
+            table[rows] = (table[rows] + (rho * front[None]).T).astype(table.dtype)
 
 
 def live_payoff_entries(game: Game, pruned, dead: np.ndarray | None = None) -> np.ndarray:
@@ -428,13 +587,20 @@ def _stretch_fn(solver: Solver, tolerance: float):
 
         pol = [policy(p, c["R"][p], c["pr"][p]) for p in (0, 1)]
         plans = [sf.plan_block(small, pol[p], p) for p in (0, 1)]
+        own_plans = list(plans)  # the plans S is summed from (before P1's update)
         c = {k: list(v) if isinstance(v, tuple) else v for k, v in c.items()}
+
+        def at_front(plan, p):  # the plan at the left-out frozen rows' parent sequences
+            return sf.take_near(plan.reshape(-1), extra["front"][p], 1.0)
+
         c["X"][1] = c["X"][1] + plans[1]
+        c["aX"][1] = c["aX"][1] + at_front(plans[1], 1)
         for p in (0, 1):
             if p == 1:
                 if alternating:  # P2 faces P1's updated policy (P2's own plan unchanged)
                     plans[0] = sf.plan_block(small, policy(0, c["R"][0], c["pr"][0]), 0)
                 c["X"][0] = c["X"][0] + plans[0]
+                c["aX"][0] = c["aX"][0] + at_front(plans[0], 0)
             mask, pr = masks[p], c["pr"][p]
             shape = mask.shape
             g, g_root = sf.own_terminal_values(small, plans[1 - p], p)
@@ -452,6 +618,8 @@ def _stretch_fn(solver: Solver, tolerance: float):
             c["S"][p] = ((S + rounded(over_actions(w * reach, shape) * pol[p])) * decay).astype(
                 S.dtype
             )
+            aS = c["aS"][p]
+            c["aS"][p] = ((aS + rounded(w * at_front(own_plans[p], p))) * decay).astype(aS.dtype)
             c["V"][p] = jnp.where(live, c["V"][p] + iv, c["V"][p]).astype(dtype)
             # pi_{-p}(I): the dense solver's sum over I's histories, in the same order
             opp_reach = extra["hist_chance"][p] * sf.take(
@@ -531,14 +699,18 @@ def _gather(master: PrunedState, lay: Layout) -> dict:
     V = take(master.values_sum, 0)
     c["V"] = tuple(V[small.player_slice(p)] for p in (0, 1))
     c["t"] = np.asarray(master.iteration)
+    for acc in ("aS", "aX"):  # window sums at the left-out frozen rows' parents (_catch_up)
+        c[acc] = tuple(np.zeros(f.shape, master.strategy_sum.dtype) for f in lay.extra["front"])
     c["fail"] = np.zeros((), bool)
     c["dec"] = np.ones((), master.strategy_sum.dtype)
     return c
 
 
-def _scatter(master: PrunedState, lay: Layout, c: dict) -> PrunedState:
+def _scatter(master: PrunedState, lay: Layout, c: dict, tolerance: float = 0.0) -> PrunedState:
     """Write the compact state ``c`` back into the host master copy (in place; the
-    rows outside get the CFR+ decay ``dec``); returns it with the new iteration."""
+    rows outside get the CFR+ decay ``dec``, the left-out frozen rows their window's
+    sums, :func:`_catch_up`, whose regret matching takes ``tolerance``); returns it
+    with the new iteration."""
     n_inf = master.regrets.shape[0]
     rows = lay.rows.astype(np.int64)
     real = rows < n_inf
@@ -550,6 +722,7 @@ def _scatter(master: PrunedState, lay: Layout, c: dict) -> PrunedState:
         new = np.concatenate([np.asarray(x) for x in c[name]], axis=1).T
         getattr(master, field)[rows[real]] = new[real]
     master.values_sum[rows[real]] = np.concatenate([np.asarray(x) for x in c["V"]])[real]
+    _catch_up(master, lay, c, tolerance)
     return master._replace(iteration=np.array(np.asarray(c["t"])))
 
 
@@ -568,6 +741,7 @@ def run_live(
     shrink: float = 1.5,
     stable: int = 10,
     dense_after_forced: bool = True,
+    leave_out_frozen: bool = True,
 ):
     """``iterations`` Total RBP iterations of ``solver`` on ``game``: the iterations
     between checks on the live sub-game (:func:`layout`), each check by
@@ -604,7 +778,15 @@ def run_live(
     as one host round trip per forced check (layout, gather, scatter, transfers). Same
     iterates (the dense solver's). Under the paper rule some branch's (9) fails at
     nearly every iteration on Leduc-5 (session 25: 90 of 90 non-scheduled iterations),
-    where the round trips made ``run_live`` 2.5-4x slower than the dense solver."""
+    where the round trips made ``run_live`` 2.5-4x slower than the dense solver.
+
+    ``leave_out_frozen`` (default): the layout also leaves out the opponent-frozen
+    infosets (:func:`opponent_frozen`: every history below a pruned sequence of the
+    opponent; zero cf values while the pruned set stands, so their regrets, V and
+    bounds do not change), and after each stretch their average and faced-plan sums
+    are brought up to date in one host pass (:func:`_catch_up`): the same regrets,
+    the same sums up to float rounding. ``stats["frozen_rows"]``: the rows the current
+    layout left out that way (``stats["rows"]`` counts the rows it keeps, padded)."""
     hp = dict(solver.hyperparams)
     k = hp.get("check_every", 1)
     if hp.get("pruning") != "total":
@@ -627,6 +809,11 @@ def run_live(
     stats.setdefault("dense", 0)
     if not isinstance(dense_after_forced, bool):
         raise ValueError(f"dense_after_forced must be a bool, got {dense_after_forced!r}")
+    if not isinstance(leave_out_frozen, bool):
+        raise ValueError(f"leave_out_frozen must be a bool, got {leave_out_frozen!r}")
+    if stats.get("leave_out_frozen", leave_out_frozen) != leave_out_frozen:
+        stats["current"], stats["compiled"] = None, []  # layouts of the other kind
+    stats["leave_out_frozen"] = leave_out_frozen
     state = _to_host(solver.init(game) if state is None else state)
     done = int(state.iteration)
     shapes = stats.setdefault("compiled", [])
@@ -648,7 +835,7 @@ def run_live(
             dead = dead_infosets(game, pr)
             rebuild = cur is None or not covers(cur, game, pr, dead)
             if not rebuild and not np.array_equal(cur.pruned, pr):
-                real = int((cur.rows < game.num_infosets).sum())
+                real = int((cur.rows < game.num_infosets).sum()) + _frozen_count(cur)
                 rebuild = (
                     shrink * int((~dead).sum()) < real
                     or shrink * int(live_payoff_entries(game, pr, dead).sum()) < cur.live_entries
@@ -657,16 +844,17 @@ def run_live(
                 stats["stale"] += not rebuild  # reused under a changed pruned set
             if rebuild:
                 stats["current"] = None  # the old sub-game's device arrays go first
-                cur = _build(game, pr, shapes)
+                cur = _build(game, pr, shapes, leave_out_frozen)
                 stats["current"] = cur
                 stats["layouts"] += 1
                 stats["shapes"].add(cur.game.meta.fingerprint)
                 stats["live_entries"] = cur.live_entries
                 stats["rows"] = cur.rows.size
+                stats["frozen_rows"] = _frozen_count(cur)
             c, ran = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur), np.int32(n)))
             if bool(c["fail"]):  # committed only without stop_early
                 raise RuntimeError("condition (9) failed between checks (check_rule='worst_case')")
-            state = _scatter(state, cur, c)
+            state = _scatter(state, cur, c, tol)
             done += int(ran)
             forced = int(ran) < n and done < iterations
             stats["forced"] += forced
@@ -692,15 +880,20 @@ def _dense_fn(solver: Solver):
     return jax.jit(dense)
 
 
-def _build(game: Game, pruned: np.ndarray, shapes: list) -> Layout:
+def _frozen_count(lay: Layout) -> int:
+    """Rows ``lay`` left out as opponent-frozen."""
+    return sum(int(fz["rows"].size) for fz in lay.frozen)
+
+
+def _build(game: Game, pruned: np.ndarray, shapes: list, leave_out_frozen: bool = False) -> Layout:
     """The live sub-game under ``pruned`` in an already compiled shape (``shapes``:
     :class:`Shape` list) at most 4/3 its
     own rows (2x its payoff list), else in its own shape (one more compile)."""
-    own = layout(game, pruned)
+    own = layout(game, pruned, leave_out_frozen=leave_out_frozen)
     for like in sorted(shapes, key=lambda sh: sh.rows):
         if 3 * like.rows > 4 * own.rows.size or (like.payoff > 2 * own.game.meta.num_sf_terminals):
             continue
-        lay = layout(game, pruned, like)
+        lay = layout(game, pruned, like, leave_out_frozen=leave_out_frozen)
         if lay is not None:
             return lay
     shapes.append(shape_of(own))  # the shape only: no old layout's arrays kept alive
