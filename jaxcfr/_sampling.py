@@ -131,7 +131,7 @@ def prefix_sums(probs: jax.Array) -> jax.Array:
     On CPU one matrix product ``probs @ T`` with ``T[i, j] = [i <= j]`` (0/1): XLA:CPU's
     dot accumulates over i in order, one multiply-add per term, and ``p x 1`` and
     ``p x 0`` are exact, so each column is the sequential sum bit for bit
-    (``tests/test_sampling_walk.py`` checks it against a float32 running sum). It is a
+    (``tests/test_mccfr.py`` checks it against a float32 running sum). It is a
     vectorized kernel about 5x cheaper per draw than the ``[..., K, K]`` masked sum it
     replaces (docs/search.md, "Session 27"), which XLA:CPU compiled to a scalar loop
     that also recomputed ``probs``' fused producers for each of the K^2 terms. Other
