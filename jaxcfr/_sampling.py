@@ -7,8 +7,8 @@ outcome) with a fixed-length loop over depth, unrolled in Python, so one step
 is a handful of gathers whatever the batch size. Shapes: I infosets, A actions,
 K child slots, H histories, D depth (``game.meta.max_depth``), F frontier slots.
 
-* Node data is packed into two tables (:func:`node_tables`) so a step reads a
-  node with two gathers, plus one for the regrets of its infoset.
+* Node data is packed into one table (:func:`node_tables`) so a step reads a
+  node with one gather, plus one for the regrets of its infoset.
 * What each depth can hold (chance, either player, terminals, child slots used;
   :func:`level_kinds`) prunes the unrolled steps statically. It comes from the
   tree's integer arrays kept on the host in the game's static metadata
@@ -113,22 +113,40 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     zero) and ``u [...]`` from :func:`uniforms` -> int32 ``[...]`` index k with
     ``probs[k] > 0`` and probability ``probs[k] / sum(probs)`` (up to the 2^-23 grid).
 
-    k = #{j : cdf_j <= u * total}, ``cdf_j`` the masked sum of ``probs[i]``, ``i <= j``
-    (one ``[..., K, K]`` reduction: a single XLA kernel whatever K; a Python loop of K
-    running sums was K kernels on CPU, each recomputing the fused producers of
-    ``probs``, which made a Liar's Dice search step 3x slower, docs/search.md). Every
-    row of the reduction sums the same positions in the same order, so a zero slot's
-    cdf equals its predecessor's bit for bit and the cdf is non-decreasing (rounding is
-    monotone); since ``u * total < total`` (see :func:`uniforms`) with ``total`` the
-    last cdf, trailing zero slots are never counted past and a zero slot in the middle
-    is never the first one above the target.
+    k = #{j : cdf_j <= u * total}, ``cdf_j`` the sum of ``probs[i]``, ``i <= j``, added
+    left to right (:func:`prefix_sums`). A zero slot's cdf then equals its predecessor's
+    bit for bit and the cdf is non-decreasing (rounding is monotone); since
+    ``u * total < total`` (see :func:`uniforms`) with ``total`` the last cdf, trailing
+    zero slots are never counted past and a zero slot in the middle is never the first
+    one above the target.
     """
-    K = probs.shape[-1]
-    upto = jnp.arange(K)[:, None] >= jnp.arange(K)[None, :]  # [j, i]: i <= j
-    zero = jnp.zeros((), probs.dtype)
-    cdf = jnp.sum(jnp.where(upto, probs[..., None, :], zero), axis=-1)
+    cdf = prefix_sums(probs)
     target = u * cdf[..., -1]
     return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
+
+
+def prefix_sums(probs: jax.Array) -> jax.Array:
+    """``cdf [..., K]``: ``cdf_j = (((p_0 + p_1) + p_2) + ... + p_j)``, sequential order.
+
+    On CPU one matrix product ``probs @ T`` with ``T[i, j] = [i <= j]`` (0/1): XLA:CPU's
+    dot accumulates over i in order, one multiply-add per term, and ``p x 1`` and
+    ``p x 0`` are exact, so each column is the sequential sum bit for bit
+    (``tests/test_mccfr.py`` checks it against a float32 running sum). It is a
+    vectorized kernel about 5x cheaper per draw than the ``[..., K, K]`` masked sum it
+    replaces (docs/search.md, "Session 27"), which XLA:CPU compiled to a scalar loop
+    that also recomputed ``probs``' fused producers for each of the K^2 terms. Other
+    backends keep the masked sum (every row sums the same positions in the same order),
+    since their matrix units may split the accumulation.
+    """
+    K = probs.shape[-1]
+    if jax.default_backend() == "cpu":
+        upper = (jnp.arange(K)[:, None] <= jnp.arange(K)[None, :]).astype(probs.dtype)
+        flat = probs.reshape(-1, K)
+        cdf = jnp.dot(flat, upper, precision=jax.lax.Precision.HIGHEST)
+        return cdf.reshape(probs.shape)
+    upto = jnp.arange(K)[:, None] >= jnp.arange(K)[None, :]  # [j, i]: i <= j
+    zero = jnp.zeros((), probs.dtype)
+    return jnp.sum(jnp.where(upto, probs[..., None, :], zero), axis=-1)
 
 
 def materialize(tree):
@@ -172,9 +190,17 @@ def explore(sigma: jax.Array, legal: jax.Array, epsilon) -> jax.Array:
     return rounded(epsilon * uniform) + rounded((1.0 - epsilon) * sigma)
 
 
-class NodeTables(NamedTuple):
-    """Per-node data packed so that one walk step needs two node gathers.
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class NodeTables:
+    """Per-node data packed into one table, so that a walk step reads a node with one
+    row gather (one random memory access per trip instead of two).
 
+    packed: [H, 1 + K + w (K + 1)] int32, w = float itemsize / 4: columns 0..K the
+      ints, then the floats' bits (``jax.lax.bitcast_convert_type``, exact).
+    dtype: the float dtype (static).
+
+    Read as the two logical tables (:attr:`ints`, :attr:`floats`):
     ints: [H, 1 + K] int32: column 0 the infoset id at player nodes, CHANCE (-1) or
       TERMINAL (-4); columns 1..K the children (``node_children``).
     floats: [H, K + 1]: columns 0..K-1 the chance probabilities at chance nodes,
@@ -183,8 +209,54 @@ class NodeTables(NamedTuple):
       column K the utility u_0 (``node_utility``).
     """
 
-    ints: jax.Array
-    floats: jax.Array
+    packed: jax.Array
+    dtype: np.dtype = dataclasses.field(metadata=dict(static=True))
+
+    @property
+    def num_ints(self) -> int:
+        """1 + K: the int columns of :attr:`packed`."""
+        w = np.dtype(self.dtype).itemsize // 4
+        return self.packed.shape[-1] // (1 + w)
+
+    @property
+    def ints(self) -> jax.Array:
+        return split_row(self, self.packed)[0]
+
+    @property
+    def floats(self) -> jax.Array:
+        return split_row(self, self.packed)[1]
+
+
+def split_row(tables: NodeTables, row: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(ints [..., 1 + K], floats [..., K + 1])`` of packed rows ``[..., C]`` (bits
+    unchanged)."""
+    n = tables.num_ints
+    ints, bits = row[..., :n], row[..., n:]
+    w = np.dtype(tables.dtype).itemsize // 4
+    if w > 1:
+        bits = bits.reshape(bits.shape[:-1] + (n, w))
+    return ints, jax.lax.bitcast_convert_type(bits, tables.dtype)
+
+
+def node_utility(tables: NodeTables, h: jax.Array, K: int) -> jax.Array:
+    """u_0 of the nodes ``h`` ([...] int32): float column ``K`` of the packed table, only
+    its own word(s) gathered."""
+    w = np.dtype(tables.dtype).itemsize // 4
+    start = tables.num_ints + K * w
+    if w == 1:
+        word = tables.packed.at[h, start].get(mode="promise_in_bounds")
+    else:
+        word = tables.packed.at[h, start : start + w].get(mode="promise_in_bounds")
+    return jax.lax.bitcast_convert_type(word, tables.dtype)
+
+
+def _pack(ints: jax.Array, floats: jax.Array) -> jax.Array:
+    """``[H, 1 + K]`` int32 and ``[H, K + 1]`` floats -> one ``[H, C]`` int32 table."""
+    if floats.dtype.itemsize < 4:
+        raise ValueError(f"node tables need a float dtype of >= 32 bits, got {floats.dtype}")
+    bits = jax.lax.bitcast_convert_type(floats, jnp.int32)  # [H, K + 1] or [H, K + 1, w]
+    bits = bits.reshape(floats.shape[0], -1)
+    return jnp.concatenate([ints.astype(jnp.int32), bits], axis=1)
 
 
 def node_tables(game: Game) -> NodeTables:
@@ -206,7 +278,7 @@ def node_tables(game: Game) -> NodeTables:
     )
     ints = jnp.concatenate([code[:, None], game.node_children], axis=1)
     floats = jnp.concatenate([row, game.node_utility[:, None].astype(dtype)], axis=1)
-    return NodeTables(ints, floats)
+    return NodeTables(_pack(ints, floats), np.dtype(dtype))
 
 
 class NodeView(NamedTuple):
@@ -250,8 +322,7 @@ def read_nodes(
     """
     K = game.meta.max_children
     W = K if width is None else width
-    ints = tables.ints.at[h].get(mode="promise_in_bounds")
-    floats = tables.floats.at[h].get(mode="promise_in_bounds")
+    ints, floats = split_row(tables, tables.packed.at[h].get(mode="promise_in_bounds"))
     code = ints[..., 0]
     row = floats[..., :W]
     infoset = jnp.maximum(code, 0)
@@ -407,7 +478,7 @@ def walk(
     if d0 < len(levels):
         tail, carry, h = _walk_loop(game, tables, step, carry, regrets, h, d0)
         records += tail
-    utility = tables.floats.at[h, game.meta.max_children].get(mode="promise_in_bounds")
+    utility = node_utility(tables, h, game.meta.max_children)
     return records, carry, utility
 
 

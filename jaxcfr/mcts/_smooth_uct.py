@@ -141,7 +141,7 @@ def _episode(game: Game, tables, stats, u, z, c, eta, smooth: bool):
     """One episode's walk. Returns (steps, utility): the walk's steps, whose ``aux`` is a
     :class:`_Pick` at depths that hold player nodes, and the terminal's u_0."""
     A = game.num_actions
-    dtype = tables.floats.dtype
+    dtype = tables.dtype
 
     def choose(d, kinds, v, out):
         if not any(kinds.players):
@@ -235,7 +235,7 @@ def _make(c, gamma, eta0, d, smooth: bool, name: str, hyper) -> Solver:
         _check_state(game, state)
         D = game.meta.max_depth
         tables = smp.node_tables(game)
-        dtype = tables.floats.dtype
+        dtype = tables.dtype
         uz = smp.uniforms(key, (2, D), dtype)
         steps, utility = _episode(game, tables, state.stats, uz[0], uz[1], c, eta, smooth)
         rows, values = _rows(game, steps, utility)
