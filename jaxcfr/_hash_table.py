@@ -10,16 +10,23 @@ Python-side dictionary, as pure functions over a NamedTuple of fixed-shape array
   fingerprint (two uint32 words, :func:`fingerprint64`); the table stores only
   fingerprints, so two keys with the same fingerprint would share a row (measured: none
   on LD(1,1), II-GS(6) and GP(3,3,2,2), docs/large_games.md).
-* Linear probing: the key's home slot is ``fp[0] mod C``; it lives in the first of the
-  ``P = max_probes`` slots ``home, home + 1, ...`` (mod C) that is free or holds its
-  fingerprint. Slots are never freed, so a lookup gathers the P-slot window at once
-  (one gather, no loop) and the key is present iff its fingerprint is in the window.
+* Linear probing from a bucket-aligned home: the key's window is the ``P = max_probes``
+  slots ``s, s + 1, ...`` (mod C) from ``s = (fp[0] mod C)`` rounded down to a multiple
+  of the bucket (:data:`BUCKET` = 4 slots); it lives in the first window slot that is
+  free or holds its fingerprint. Slots are never freed, so the key is present iff its
+  fingerprint is in the window, and absent once a free slot precedes it.
+* One slot is 4 uint32 words ``(fp[0], fp[1], row + 1, 0)`` (0: free), so a bucket is
+  one 64-byte cache line. A probe gathers the home bucket, then the rest of the window
+  only for keys the home bucket does not settle (neither their fingerprint nor a free
+  slot there); the others re-read their home bucket (the same cache line) and ignore
+  it: on a sparse table one line per probe, where the two ``[P]`` windows of separate
+  fingerprint and row arrays were 3-5 (docs/large_games.md, session 27).
 * A full table is never silent: when the window has no free slot, or all
   ``max_rows`` rows are handed out, the insert is refused (row -1) and the table's
   ``refusals`` counter grows by one.
 
 Shapes: C slots (capacity, a power of two), W key words, P probe window, N keys.
-Memory: ``12 C + 8`` bytes per table (:func:`table_bytes`).
+Memory: ``16 C + 8`` bytes per table (:func:`table_bytes`).
 
 Usage::
 
@@ -37,11 +44,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxcfr._sampling import _mix32
+from jaxcfr._sampling import _mix32, batch_all, materialize
 
 _SEED_A = 0x243F6A88  # digits of pi
 _SEED_B = 0x85A308D3
 _ODD = 0x9E3779B9
+BUCKET = 4  # slots per bucket: 4 x 4 uint32 words, one 64-byte cache line
 
 
 def fingerprint64(key: jax.Array) -> jax.Array:
@@ -65,14 +73,12 @@ def fingerprint64(key: jax.Array) -> jax.Array:
 class HashTable(NamedTuple):
     """One table (``jax.vmap`` for many).
 
-    fingerprints: [C, 2] uint32: the fingerprint held by each slot.
-    rows: [C] int32: the row of the slot's key, -1 for a free slot.
+    slots: [C, 4] uint32: each slot's ``(fp[0], fp[1], row + 1, 0)``, all 0 when free.
     size: [] int32: rows handed out so far (the next row).
     refusals: [] int32: inserts refused because no slot or row was free.
     """
 
-    fingerprints: jax.Array
-    rows: jax.Array
+    slots: jax.Array
     size: jax.Array
     refusals: jax.Array
 
@@ -90,8 +96,8 @@ class HashTableFns(NamedTuple):
 
 
 def table_bytes(capacity: int) -> int:
-    """Bytes of one :class:`HashTable` with ``capacity`` slots (12 per slot + 8)."""
-    return 12 * capacity + 8
+    """Bytes of one :class:`HashTable` with ``capacity`` slots (16 per slot + 8)."""
+    return 16 * capacity + 8
 
 
 def hash_table(
@@ -136,26 +142,45 @@ def hash_table(
         raise ValueError(f"max_probes must be a positive integer, got {max_probes!r}")
     probes = min(max_probes, capacity)
     mask = capacity - 1
+    # the home bucket: the largest power of two <= min(BUCKET, P) (divides C)
+    head = 1 << (min(BUCKET, probes).bit_length() - 1)
 
     def init() -> HashTable:
         return HashTable(
-            fingerprints=jnp.zeros((capacity, 2), jnp.uint32),
-            rows=jnp.full((capacity,), -1, jnp.int32),
+            slots=jnp.zeros((capacity, 4), jnp.uint32),
             size=jnp.zeros((), jnp.int32),
             refusals=jnp.zeros((), jnp.int32),
         )
 
     def _probe(table: HashTable, key: jax.Array):
-        fp = fingerprint(jnp.asarray(key, jnp.uint32))
-        home = fp[0] & jnp.uint32(mask)
-        window = ((home + jnp.arange(probes, dtype=jnp.uint32)) & jnp.uint32(mask)).astype(
+        # computed once by a kernel of its own (materialize), not in each gather's kernel
+        fp = materialize(fingerprint(jnp.asarray(key, jnp.uint32)))
+        start = fp[0] & jnp.uint32(mask & ~(head - 1))
+        window = ((start + jnp.arange(probes, dtype=jnp.uint32)) & jnp.uint32(mask)).astype(
             jnp.int32
         )
-        rows = table.rows[window]
-        occupied = rows >= 0
-        match = occupied & jnp.all(table.fingerprints[window] == fp[None, :], axis=-1)
+        seen = table.slots[window[:head]]  # [head, 4]: the home bucket, one line
+        if probes > head:
+            occupied = seen[:, 2] != 0
+            match = occupied & (seen[:, 0] == fp[0]) & (seen[:, 1] == fp[1])
+            settled = jnp.any(match) | ~jnp.all(occupied)
+            # the rest of the window, read as occupied and not matching where settled
+            ignored = jnp.zeros((probes - head, 4), jnp.uint32).at[:, 0].set(~fp[0])
+            ignored = ignored.at[:, 2].set(1)
+
+            def read_rest():
+                # settled keys re-read their home bucket (the same line) and ignore it
+                idx = jnp.where(settled, window[jnp.arange(head, probes) % head], window[head:])
+                return jnp.where(settled, ignored, table.slots[idx])
+
+            # under vmap (batch_all: unbatched) a real branch: not read at all once
+            # every table of the batch settled in its home bucket
+            more = jax.lax.cond(batch_all(settled), lambda: ignored, read_rest)
+            seen = jnp.concatenate([seen, more])  # [P, 4]
+        occupied = seen[:, 2] != 0
+        match = occupied & (seen[:, 0] == fp[0]) & (seen[:, 1] == fp[1])
         found = jnp.any(match)
-        row = jnp.where(found, rows[jnp.argmax(match)], -1)
+        row = jnp.where(found, seen[jnp.argmax(match), 2].astype(jnp.int32) - 1, -1)
         return fp, window, occupied, found, row
 
     def lookup(table: HashTable, key: jax.Array):
@@ -168,9 +193,9 @@ def hash_table(
         insert_now = ~found & jnp.any(free) & (table.size < max_rows) & enabled
         refused = ~found & ~insert_now & enabled
         slot = jnp.where(insert_now, window[jnp.argmax(free)], capacity)  # C: dropped
+        entry = jnp.stack([fp[0], fp[1], (table.size + 1).astype(jnp.uint32), jnp.uint32(0)])
         new = HashTable(
-            fingerprints=table.fingerprints.at[slot].set(fp, mode="drop"),
-            rows=table.rows.at[slot].set(table.size, mode="drop"),
+            slots=table.slots.at[slot].set(entry, mode="drop"),
             size=table.size + insert_now.astype(jnp.int32),
             refusals=table.refusals + refused.astype(jnp.int32),
         )

@@ -356,12 +356,16 @@ def num_slots(game) -> int:
 
 def step_compiler_options() -> dict:
     """XLA options for jitting search on a step-form game: on CPU, the old fusion
-    emitters (``xla_cpu_use_fusion_emitters=False``). jaxlib 0.10.2's new XLA:CPU
-    fusion emitters fail to compile OOS and ISMCTS on the step form ("UNKNOWN: Unknown
-    MLIR failure"; the compiled form is unaffected). Pass as
+    emitters (``xla_cpu_use_fusion_emitters=False``) and no YNN fusions (as
+    :func:`sampling_compiler_options`). jaxlib 0.10.2's new XLA:CPU fusion emitters
+    fail to compile OOS and ISMCTS on the step form ("UNKNOWN: Unknown MLIR failure";
+    the compiled form is unaffected). Without YNN, from about 128 vmapped searchers on,
+    each trip's ``[B, W, W]`` cdf reduction stays an XLA reduction (LD(2,2) OOS at
+    B = 256: about 1.25x the iterations per CPU second, docs/large_games.md, session
+    27) and a searcher's bits no longer depend on its batch's size. Pass as
     ``jax.jit(..., compiler_options=step_compiler_options())``; the match engine does."""
     if jax.default_backend() == "cpu":
-        return {"xla_cpu_use_fusion_emitters": False}
+        return {"xla_cpu_use_fusion_emitters": False, "xla_cpu_experimental_ynn_fusion_type": ""}
     return {}
 
 

@@ -108,6 +108,30 @@ def test_vmap_over_tables_equals_one_by_one():
             np.testing.assert_array_equal(a, b[i])
 
 
+def test_vmap_tables_settled_and_overflowing_match_a_dict():
+    # identity fingerprint, so fp[0] = key[0] picks the home bucket (4 slots): table 0's
+    # 12 distinct keys share one bucket and overflow into the rest of the window, table
+    # 1's spread over the buckets and settle in their home bucket (the batched probe
+    # reads the rest of the window for some tables of the batch only)
+    rng = np.random.default_rng(4)
+    n = 40
+    crowd = np.stack([rng.integers(0, 4, n), rng.integers(0, 3, n)], 1).astype(np.uint32)
+    spread = np.stack([4 * rng.integers(0, 16, n), rng.integers(0, 1, n)], 1).astype(np.uint32)
+    fns = hash_table(64, max_probes=16, fingerprint=lambda k: k[:2])
+    tables = jax.vmap(lambda _: fns.init())(jnp.arange(2))
+    keys = jnp.asarray(np.stack([crowd, spread]))
+    tables, rows, found, _ = jax.jit(jax.vmap(fns.insert_many))(tables, keys)
+    for i, k in enumerate((crowd, spread)):
+        ref, ref_rows, ref_found, refused = dict_reference(k, 64)
+        assert refused == 0
+        np.testing.assert_array_equal(rows[i], ref_rows)
+        np.testing.assert_array_equal(found[i], ref_found)
+    assert len(dict_reference(crowd, 64)[0]) > 4  # the crowded bucket overflowed
+    got_rows, got_found = jax.jit(jax.vmap(jax.vmap(fns.lookup, (None, 0)), (0, 0)))(tables, keys)
+    np.testing.assert_array_equal(got_rows, rows)
+    assert got_found.all()
+
+
 def test_one_word_fingerprints_are_injective():
     words = np.arange(0, 1 << 20, dtype=np.uint32)[:, None] * np.uint32(4099)
     fp = np.asarray(jax.jit(fingerprint64)(jnp.asarray(words)))

@@ -408,15 +408,15 @@ def test_bot_state_views_of_the_statistics_table(which):
 
 def test_search_compiler_options():
     """Compiled games: no YNNPACK fusions on CPU (the option the MCTS solvers use);
-    the step form keeps its own options."""
+    the step form: those and the old fusion emitters."""
     game = _game("kuhn_poker")
     cpu = jax.default_backend() == "cpu"
     no_ynn = {"xla_cpu_experimental_ynn_fusion_type": ""} if cpu else None
     assert jaxcfr.search.compiler_options(game) == no_ynn
     assert dict(_match._options(game)) == (no_ynn or {})  # what jaxcfr.play jits with
     step = gt.step.load("liars_dice", dice0=1, dice1=1)
-    old_emitters = {"xla_cpu_use_fusion_emitters": False} if cpu else None
-    assert jaxcfr.search.compiler_options(step) == old_emitters
+    step_options = {"xla_cpu_use_fusion_emitters": False, **no_ynn} if cpu else None
+    assert jaxcfr.search.compiler_options(step) == step_options
 
 
 # ---------------------------------------------------------------- aggregate method

@@ -79,7 +79,8 @@ def compiler_options(game) -> dict | None:
     which includes the one-row-less UCT change; docs/search.md, "Session 25"). It also makes a
     searcher's bits independent of how many searchers share its batch (YNNPACK sums
     the K slots in another order than XLA's sequential one). Step form:
-    :func:`jaxcfr._sampling.step_compiler_options` (unchanged). ``xla_cpu_*`` options
+    :func:`jaxcfr._sampling.step_compiler_options` (the old fusion emitters, and no
+    YNNPACK fusions since session 27). ``xla_cpu_*`` options
     are dropped on other backends."""
     if smp.is_step(game):
         return smp.step_compiler_options() or None

@@ -163,7 +163,7 @@ def read_node(game, state, v, dtype) -> NodeRow:
     player_node = v.code >= 0
     if is_step(game):
         R = state.in_memory.shape[0]
-        _, row, found, can = _fns(state.table.rows.shape[0]).insert(state.table, v.key)
+        _, row, found, can = _fns(state.table.slots.shape[0]).insert(state.table, v.key)
         row = jnp.where(row >= 0, row, R)
         return NodeRow(player_node, row, found, uniform, can | found, v.key)
     row = rows(game, v.infoset)
@@ -201,7 +201,7 @@ def commit(game, state, mark_rows, added_row, added_key, refused):
     add = added_row < R
     # conditional insert: one slot written (a select between the old and the new table
     # copied the whole table every iteration, O(capacity) work per trajectory)
-    table, _, _, _ = _fns(state.table.rows.shape[0]).insert(state.table, added_key, add)
+    table, _, _, _ = _fns(state.table.slots.shape[0]).insert(state.table, added_key, add)
     table = table._replace(refusals=state.table.refusals + refused.astype(jnp.int32))
     return in_memory, table
 
@@ -210,7 +210,7 @@ def view_row(game, state, view):
     """``(row [] int32, in memory [] bool)`` of the acting player's infoset in a bot's
     tables (the view's infoset id, or its key for the step form)."""
     if is_step(game):
-        row, found = _fns(state.table.rows.shape[0]).lookup(state.table, view.infoset)
+        row, found = _fns(state.table.slots.shape[0]).lookup(state.table, view.infoset)
         return jnp.maximum(row, 0), found
     row = rows(game, jnp.maximum(view.infoset, 0))
     return row, state.in_memory[row]
