@@ -113,9 +113,10 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     zero) and ``u [...]`` from :func:`uniforms` -> int32 ``[...]`` index k with
     ``probs[k] > 0`` and probability ``probs[k] / sum(probs)`` (up to the 2^-23 grid).
 
-    k = #{j : cdf_j <= u * total}, ``cdf_j`` the sum of ``probs[i]``, ``i <= j``, added
-    left to right (:func:`prefix_sums`). A zero slot's cdf then equals its predecessor's
-    bit for bit and the cdf is non-decreasing (rounding is monotone); since
+    k = #{j : cdf_j <= u * total}, ``cdf_j`` the sum of ``probs[i]``, ``i <= j``
+    (:func:`prefix_sums`, the same positions in the same order in every row). A zero
+    slot's cdf then equals its predecessor's bit for bit and the cdf is non-decreasing
+    (rounding is monotone); since
     ``u * total < total`` (see :func:`uniforms`) with ``total`` the last cdf, trailing
     zero slots are never counted past and a zero slot in the middle is never the first
     one above the target.
@@ -126,24 +127,17 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
 
 
 def prefix_sums(probs: jax.Array) -> jax.Array:
-    """``cdf [..., K]``: ``cdf_j = (((p_0 + p_1) + p_2) + ... + p_j)``, sequential order.
-
-    On CPU one matrix product ``probs @ T`` with ``T[i, j] = [i <= j]`` (0/1): XLA:CPU's
-    dot accumulates over i in order, one multiply-add per term, and ``p x 1`` and
-    ``p x 0`` are exact, so each column is the sequential sum bit for bit
-    (``tests/test_mccfr.py`` checks it against a float32 running sum). It is a
-    vectorized kernel about 5x cheaper per draw than the ``[..., K, K]`` masked sum it
-    replaces (docs/search.md, "Session 27"), which XLA:CPU compiled to a scalar loop
-    that also recomputed ``probs``' fused producers for each of the K^2 terms. Other
-    backends keep the masked sum (every row sums the same positions in the same order),
-    since their matrix units may split the accumulation.
+    """``cdf [..., K]``: ``cdf_j`` the masked sum of ``probs[i]``, ``i <= j``: one
+    ``[..., K, K]`` reduction, a single XLA kernel whatever K (a Python loop of K running
+    sums was K kernels on CPU, each recomputing the fused producers of ``probs``, which
+    made a Liar's Dice search step 3x slower, docs/search.md). Every row of the
+    reduction sums the same positions in the same order, so a zero slot's cdf equals its
+    predecessor's bit for bit and the cdf is non-decreasing (``tests/test_mccfr.py``,
+    K up to 36, float32 and float64, 512 rows). A 0/1 matrix product ``probs @ T`` (tried
+    in session 27, 5x cheaper per draw) broke both on XLA:CPU at some widths (float32 K =
+    20, 36; float64 K = 13): its dot kernel blocks the accumulation, so it was dropped.
     """
     K = probs.shape[-1]
-    if jax.default_backend() == "cpu":
-        upper = (jnp.arange(K)[:, None] <= jnp.arange(K)[None, :]).astype(probs.dtype)
-        flat = probs.reshape(-1, K)
-        cdf = jnp.dot(flat, upper, precision=jax.lax.Precision.HIGHEST)
-        return cdf.reshape(probs.shape)
     upto = jnp.arange(K)[:, None] >= jnp.arange(K)[None, :]  # [j, i]: i <= j
     zero = jnp.zeros((), probs.dtype)
     return jnp.sum(jnp.where(upto, probs[..., None, :], zero), axis=-1)

@@ -193,25 +193,37 @@ def test_sample_index_matches_probabilities():
     assert int(smp.sample_index(probs[None], jnp.zeros((1,)))[0]) == 1
 
 
-def test_prefix_sums_is_the_sequential_sum():
-    """The cdf of ``sample_index`` (a 0/1 matrix product on CPU) equals the left-to-right
-    float32 running sum (numpy's ``add.accumulate``) bit for bit, at the batch sizes the
-    bots use (unbatched, vmapped, 512 rows: the size at which XLA:CPU's kernels change),
-    with zero slots and magnitudes over 8 decades; so a zero slot's cdf equals its
-    predecessor's and the draw never lands on it."""
-    rng = np.random.default_rng(0)
-    K = 13
+@pytest.mark.parametrize("K", [6, 13, 20, 36])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sample_index_never_draws_a_zero_slot(K, dtype, request):
+    """The cdf of ``sample_index`` is non-decreasing and a zero slot's cdf equals its
+    predecessor's bit for bit, at the batch sizes the bots use (unbatched, vmapped, 512
+    rows) and under the bots' compiler options, with zero slots and magnitudes over 8
+    decades; and with ``u`` aimed at every slot boundary, no draw lands on a zero slot.
+    (A 0/1 matrix-product cdf tried in session 27 broke both at K = 20 and 36 in float32
+    and at K = 13 in float64.)"""
+    if dtype == "float64":
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(K)
     p = rng.random((512, K)) ** 3 * 10 ** rng.uniform(-6, 2, (512, 1))
-    p = (p * (rng.random((512, K)) < 0.6)).astype(np.float32)
-    expect = np.add.accumulate(p, axis=-1, dtype=np.float32)
+    p = (p * (rng.random((512, K)) < 0.6)).astype(dtype)
+    p[:, -1] = np.where(p.sum(-1) == 0, 1.0, p[:, -1])
     opts = smp.sampling_compiler_options()
     f = jax.jit(smp.prefix_sums, compiler_options=opts)
-    for got in (f(p), jax.jit(jax.vmap(smp.prefix_sums), compiler_options=opts)(p), f(p[0])):
-        got = np.asarray(got)
-        assert got.tobytes() == expect[: got.reshape(-1, K).shape[0]].reshape(got.shape).tobytes()
+    vf = jax.jit(jax.vmap(smp.prefix_sums), compiler_options=opts)
     zero = p == 0
     assert zero[:, 1:].any()
-    np.testing.assert_array_equal(expect[:, 1:][zero[:, 1:]], expect[:, :-1][zero[:, 1:]])
+    for got in (np.asarray(f(p)), np.asarray(vf(p)), np.asarray(f(p[0]))[None]):
+        z = zero[: got.shape[0]]
+        assert (np.diff(got, axis=-1) >= 0).all()
+        np.testing.assert_array_equal(got[:, 1:][z[:, 1:]], got[:, :-1][z[:, 1:]])
+    cdf = np.asarray(f(p))
+    total = cdf[:, -1:]
+    u = np.concatenate([cdf / total, np.nextafter(cdf / total, 0)], axis=1)
+    u = np.clip(u, 0, np.nextafter(np.asarray(1, dtype), 0)).astype(dtype)  # [B, 2K]
+    draw = jax.jit(jax.vmap(jax.vmap(smp.sample_index, (None, 0))), compiler_options=opts)
+    k = np.asarray(draw(p, u))
+    assert (np.take_along_axis(p, k, axis=1) > 0).all()
 
 
 # ---------------------------------------------------------------- learning vs OpenSpiel
