@@ -112,7 +112,8 @@ def hash_table(
     Args:
       capacity: C, number of slots, a power of two (>= 1).
       max_rows: rows available for keys (default C); inserts beyond are refused.
-      max_probes: P, slots probed from the home slot (capped at C).
+      max_probes: P, slots probed from the start of the home bucket (the home slot
+        rounded down to a multiple of the bucket size; capped at C).
       fingerprint: ``[W] uint32 -> [2] uint32`` (default :func:`fingerprint64`); tests
         pass a weak one to force probe collisions.
 

@@ -468,6 +468,11 @@ def test_opponent_frozen_by_hand():
     p1, p2 = lay.frozen
     assert p1["rows"].tolist() == [ids["P0 card:J | pb"]]
     assert p2["rows"].tolist() == [ids["P1 card:K | b"]]
+    for bad in (pruned.T, pruned[:-1]):  # action-major, or not the game's infosets
+        with pytest.raises(ValueError, match="pruned"):
+            pruning.opponent_frozen(game, bad)
+        with pytest.raises(ValueError, match="pruned"):
+            pruning.dead_infosets(game, bad)
     # P1's front: (J, pass) in its compact [A, n'] block (row of 'J | ', action 0); P2's
     # front: the empty sequence, A n_2' (take_near reads 1 there)
     n1 = lay.game.meta.infosets_per_player[0]

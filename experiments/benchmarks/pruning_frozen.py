@@ -141,8 +141,8 @@ def main(argv=None):
             f"| {c} | {med:.2f} | {min(times[c]):.2f}-{max(times[c]):.2f} | {ratio} | {rows} "
             f"| {frozen} | {mb} | {expl:.4g} |"
         )
-    if k > 1 and "live" in configs:  # one stretch (no check) from the checkpoint
-        m = k - 1 - done % k
+    m = k - 1 - done % k  # the iterations to the next check
+    if k > 1 and m > 0 and "live" in configs:  # one stretch (no check) from the checkpoint
         one = jax.jit(lambda g, s: jax.lax.fori_loop(0, m, lambda i, c: solver.update(g, c), s))
         d = one(game, jax.tree.map(jax.numpy.asarray, start))
         st: dict = {}

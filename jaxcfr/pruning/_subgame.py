@@ -124,8 +124,19 @@ class Layout:
     frozen: tuple = ()
 
 
+def _check_mask(game: Game, pruned) -> None:
+    """``ValueError`` naming ``pruned`` unless it is an ``[I, A]`` mask of ``game``."""
+    shape = np.shape(pruned)
+    if shape != (game.num_infosets, game.num_actions):
+        raise ValueError(
+            f"pruned must be an [I, A] = {(game.num_infosets, game.num_actions)} mask of "
+            f"the game (infoset-major, as PrunedState.pruned), got shape {shape}"
+        )
+
+
 def dead_infosets(game: Game, pruned: np.ndarray) -> np.ndarray:
     """``[I]`` bool (host): infosets strictly below a pruned own sequence."""
+    _check_mask(game, pruned)
     A, n_inf = game.num_actions, game.num_infosets
     parent = np.asarray(game.meta.host.get("parent_seq", game.parent_seq)).astype(np.int64)
     dead = np.zeros(n_inf, bool)
@@ -417,6 +428,7 @@ def opponent_frozen(game: Game, pruned, dead: np.ndarray | None = None) -> np.nd
     bound of (9) do not change (docs/pruning.md, session 26: "opponent-frozen"). The
     set is closed downwards in the owner's tree (a child's histories extend its
     parent's)."""
+    _check_mask(game, pruned)
     pruned = np.asarray(pruned, bool)
     dead = dead_infosets(game, pruned) if dead is None else dead
     tab = tables(game)
