@@ -15,7 +15,8 @@ issue's goal, the OOS paper's Java rate of 170k iterations/s (ratio printed too)
 Table memory: bytes of one searcher's state (hashed key table + ``[R, A]`` tables,
 R = capacity). Rates: wall clock and per CPU second of the process (``time.process_time``,
 all threads): on the shared machine the CPU figure is the comparable one, and 2x it is
-what both cores would give (the goal's column).
+what both cores would give (the goal's column). On an accelerator the host's CPU time
+only waits on the device, so the goal's column is wall it/s / 170k there.
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ def main(argv=None) -> int:
     batches = [int(b) for b in args.batches.split(",")]
     ld11 = gt.load("liars_dice", dice0=1, dice1=1)
     rows = []
+    on_cpu = jax.devices()[0].platform == "cpu"
+    goal_of = (lambda ips, cps: 2 * cps / GOAL) if on_cpu else (lambda ips, cps: ips / GOAL)
+    goal_name = "2 x it/CPU-s / goal 170k" if on_cpu else "wall it/s / goal 170k"
     for name in args.games.split(","):
         label, targeting = GAMES[name]
         gname, params = gs.LARGE_GAMES[label]
@@ -116,19 +120,20 @@ def main(argv=None) -> int:
                     f"{label:12s} {make().name:26s} B={batch:4d} compile {comp:6.1f} s "
                     f"{ips:10,.0f} it/s wall {cps:10,.0f} it/CPU-s  {nbytes / 2**20:6.2f} "
                     f"MiB/searcher  compiled LD(1,1) {ref_cps:10,.0f} it/CPU-s "
-                    f"({cps / ref_cps:.2f}x)  goal {2 * cps / GOAL:.3f}x (2 cores)",
+                    f"({cps / ref_cps:.2f}x)  goal {goal_of(ips, cps):.3f}x "
+                    f"({'2 cores' if on_cpu else 'wall'})",
                     flush=True,
                 )
     print()
     print(
         "| game | bot | B | compile s | it/s (wall) | it/CPU-s | MiB/searcher | "
-        "compiled LD(1,1) it/CPU-s | ratio | 2 x it/CPU-s / goal 170k |"
+        f"compiled LD(1,1) it/CPU-s | ratio | {goal_name} |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, bot, batch, comp, ips, cps, nbytes, ref in rows:
         print(
             f"| {label} | {bot} | {batch} | {comp:.1f} | {ips:,.0f} | {cps:,.0f} | "
-            f"{nbytes / 2**20:.2f} | {ref:,.0f} | {cps / ref:.2f} | {2 * cps / GOAL:.3f} |"
+            f"{nbytes / 2**20:.2f} | {ref:,.0f} | {cps / ref:.2f} | {goal_of(ips, cps):.3f} |"
         )
     return 0
 
