@@ -352,17 +352,22 @@ def _histories_at_or_below(parent, depth, members):
     return truth
 
 
+def _enumerated(name, params):
+    """(step game, its enumerated tree with states, and the compiled game's node parent,
+    depth and infoset arrays): what the completion-count checks compare against."""
+    game = gt.load(name, **params)
+    sg = step.load(name, **params)
+    tree = step.enumerate_tree(sg, keep_states=True)
+    depth = game.meta.host["node_depth"]
+    return sg, tree, np.asarray(game.node_parent), depth, np.asarray(game.node_infoset)
+
+
 def check_num_completions(name, params, count=12):
     """``num_completions(h, key)`` equals the number of the target infoset's histories
     at or below h (counted on the enumerated compiled tree), for every history h and
     random target infosets biased to deep ones; so a walk choosing children in
     proportion to it draws the infoset's histories uniformly (ISMCTS's start)."""
-    game = gt.load(name, **params)
-    sg = step.load(name, **params)
-    tree = step.enumerate_tree(sg, keep_states=True)
-    parent = np.asarray(game.node_parent)
-    depth = game.meta.host["node_depth"]
-    infoset = np.asarray(game.node_infoset)
+    sg, tree, parent, depth, infoset = _enumerated(name, params)
     fn = jax.jit(jax.vmap(sg.num_completions, in_axes=(0, None)))
     for target in _deep_targets(infoset, count, seed=1):
         members = np.nonzero(infoset == target)[0]
@@ -389,12 +394,7 @@ def check_children_completions(name, params, count=12):
     histories at or below h's child by slot k (counted on the enumerated compiled tree),
     for every legal slot of every history h and random target infosets biased to deep
     ones (II-Goofspiel computes them with one forward and one backward DP pass)."""
-    game = gt.load(name, **params)
-    sg = step.load(name, **params)
-    tree = step.enumerate_tree(sg, keep_states=True)
-    parent = np.asarray(game.node_parent)
-    depth = game.meta.host["node_depth"]
-    infoset = np.asarray(game.node_infoset)
+    sg, tree, parent, depth, infoset = _enumerated(name, params)
     W = max(sg.num_actions, sg.num_chance_outcomes)
     kid = np.full((parent.size, W), -1)
     has_parent = np.nonzero(parent >= 0)[0]
