@@ -36,8 +36,8 @@ from jaxcfr.search import _table as tbl
 class Bot(NamedTuple):
     """A search bot: ``(init, search, policy, strategy)`` pure functions and its name.
 
-    ``deterministic_play``: the bot plays ``argmax`` of its policy (ISMCTS-UCT's
-    most-visited action) rather than sampling from it (recorded for reports).
+    ``play`` samples each move from ``policy``; ISMCTS-UCT's policy is one-hot on the
+    most-visited action, so its moves are deterministic.
     """
 
     init: Callable[..., Any]
@@ -76,7 +76,7 @@ def compiler_options(game) -> dict | None:
     YNNPACK kernel that it cannot fuse with the ``[B, K, K]`` masked operand (Liar's
     Dice at B = 512: 1.8-2.0x the iterations per second of the previous session's
     quiet run of ``python -m experiments.benchmarks search --games ld --batches 512``,
-    which includes the one-row-less UCT change; docs/search.md, "Session 25"). It also makes a
+    which includes the one-row-less UCT change; docs/search.md, "Design"). It also makes a
     searcher's bits independent of how many searchers share its batch (YNNPACK sums
     the K slots in another order than XLA's sequential one). Step form:
     :func:`jaxcfr._sampling.step_compiler_options` (the old fusion emitters, and no
