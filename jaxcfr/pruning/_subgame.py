@@ -114,7 +114,7 @@ class Layout:
     ``front`` ``[F_p]`` the positions in p's compact block of the parent sequences of
     the opponent-frozen rows left out (:func:`opponent_frozen`); ``frozen`` per player
     the host tables that bring those rows' sums up to date (:func:`_catch_up`; empty
-    when none is left out)."""
+    when none is left out); ``cache`` the catch-up's rho and its key."""
 
     game: Game
     rows: np.ndarray
@@ -122,6 +122,7 @@ class Layout:
     pruned: np.ndarray
     extra: dict
     frozen: tuple = ()
+    cache: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
 
 def _check_mask(game: Game, pruned) -> None:
@@ -453,7 +454,7 @@ def _frozen_tables(game: Game, p: int, frozen, parent) -> dict:
     parents come first): ``par`` the index of the parent row among them (-1 for a
     root: its parent sequence is not frozen; a row with ``par >= 0`` is *nested*),
     ``front`` the index of the root's parent sequence in ``front_seq`` (full flat
-    sequence ids, ``I * A`` for the empty sequence; ``front_seq_count`` of them) and
+    sequence ids, ``I * A`` for the empty sequence) and
     ``row_front`` ``[n_p]`` int32 the same index per row of p, -1 off the rows (what
     :func:`_catch_up_fn` selects the rows by)."""
     A, n_inf = game.num_actions, game.num_infosets
@@ -480,7 +481,6 @@ def _frozen_tables(game: Game, p: int, frozen, parent) -> dict:
         "par": par_idx,
         "front": front_idx,
         "front_seq": front_seq,
-        "front_seq_count": front_seq.size,
         "row_front": row_front,
     }
 
@@ -509,34 +509,28 @@ def _catch_up_game(game: Game) -> Game:
 
 
 def _catch_up_fn(tolerance: float):
-    """The jitted catch-up ``(cg, R, pruned, S, X, row_front, aS, aX) -> (S, X)`` of
-    :func:`_catch_up`, over the full game (``[I, A]`` tables; ``cg``:
-    :func:`_catch_up_game`) with the left-out frozen rows selected by ``row_front``
-    (per player ``[n_p]``: the row's index into the window sums ``aS[p]``, ``aX[p]``
-    (``[n_p]``, zero padded), -1 for a row that was not left out). Fixed shapes: one
-    compile per game and dtype, whatever rows are frozen. sigma is
-    :func:`jaxcfr._solver.regret_matching` of the rows (the stretch's: legal and not
+    """The jitted ``(cg, R, pruned, row_front) -> (rho_0, rho_1)`` of :func:`_catch_up`,
+    over the full game (``R``, ``pruned`` ``[I, A]``; ``cg``: :func:`_catch_up_game`;
+    ``rho_p`` ``[A, n_p]``, p's action-major block) with the left-out frozen rows
+    selected by ``row_front`` (per player ``[n_p]``, -1 for a row that was not left
+    out). Fixed shapes: one compile per game and dtype, whatever rows are frozen. sigma
+    is :func:`jaxcfr._solver.regret_matching` of the rows (the stretch's: legal and not
     pruned, ``tolerance``), rho = ``sf.plan_block`` of the policy that is sigma on the
-    frozen rows and 1 on every other row (so the plan of a frozen (I, a) is the product
-    of sigma over the frozen rows from the top one above I down to (I, a): the plan of
-    the top row's parent sequence is a product of ones)."""
+    frozen rows and 1 on every other row: at a frozen (I, a), the product of sigma over
+    the frozen rows from the top one above I down to (I, a) (the plan of the top row's
+    parent sequence is a product of ones; the frozen set is closed downwards)."""
 
-    def catch_up(cg, regrets, pruned, S, X, row_front, aS, aX):
-        out = {"S": [], "X": []}
+    def rho(cg, regrets, pruned, row_front):
+        out = []
         for p in (0, 1):
             sl = cg.player_slice(p)
             mask = sf.legal_block(cg, p) & ~pruned[sl].T
             sigma = regret_matching(regrets[sl].T, mask, None, axis=0, tolerance=tolerance)
             frozen = (row_front[p] >= 0)[None]
-            rho = sf.plan_block(cg, jnp.where(frozen, sigma, jnp.ones((), sigma.dtype)), p)
-            idx = jnp.maximum(row_front[p], 0)
-            for name, table, acc in (("S", S, aS), ("X", X, aX)):
-                old = table[sl].T
-                new = old + rho.astype(old.dtype) * sf.take(acc[p], idx)[None]
-                out[name].append(jnp.where(frozen, new, old))
-        return tuple(jnp.concatenate(out[n], axis=1).T for n in ("S", "X"))
+            out.append(sf.plan_block(cg, jnp.where(frozen, sigma, jnp.ones((), sigma.dtype)), p))
+        return tuple(out)
 
-    return jax.jit(catch_up)
+    return jax.jit(rho)
 
 
 def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: float) -> None:
@@ -556,39 +550,42 @@ def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: 
     X(I, a) = X_0(I, a) + rho(I, a) A_X(f), with A_S(f) = the window's sum of w_t x_t(f)
     prod_{u >= t} d_u and A_X(f) = the sum of x'_t(f), which the stretch accumulates at
     the front sequences only (``c["aS"]``, ``c["aX"]``). S_0 prod d is applied with
-    every row outside the sub-game (:func:`_scatter`); sigma and rho come from one
-    jitted call over the full game (:func:`_catch_up_fn`: the library's regret matching
-    and plan pass, the frozen rows selected by a mask). Equal to the dense sums up to
-    float rounding (one product of sums instead of a sum of products)."""
+    every row outside the sub-game (:func:`_scatter`); rho comes from one jitted call
+    over the full game (:func:`_catch_up_fn`: the library's regret matching and plan
+    pass, the frozen rows selected by a mask), kept in ``lay.cache`` while the rows'
+    regrets and pruned bits are the ones it was computed from (the key: those bytes;
+    they change only where a check prunes an action of a frozen row); the update is
+    one host pass over the frozen rows. Equal to the dense sums up to float rounding
+    (one product of sums instead of a sum of products)."""
     if not lay.frozen or all(fz["rows"].size == 0 for fz in lay.frozen):
         return
-    dtype = master.strategy_sum.dtype
-    accs = {}
-    for acc in ("aS", "aX"):  # the window sums, zero padded to [n_p] (fixed shapes)
-        padded = []
-        for p, fz in enumerate(lay.frozen):
-            n_p = game.meta.infosets_per_player[p]
-            nf = int(fz["front_seq_count"])
-            x = np.zeros(max(n_p, 1), dtype)
-            x[:nf] = np.asarray(c[acc][p])[:nf]
-            padded.append(x)
-        accs[acc] = tuple(padded)
-    key = ("catch_up", tolerance)
-    if key not in _FNS:
-        _FNS[key] = _catch_up_fn(tolerance)
-    fn = _FNS[key]
-    S, X = fn(
-        _catch_up_game(game),
-        master.regrets,
-        master.pruned,
-        master.strategy_sum,
-        master.plan_sum,
-        tuple(fz["row_front"] for fz in lay.frozen),
-        accs["aS"],
-        accs["aX"],
+    key = b"".join(
+        master.regrets[fz["rows"]].tobytes() + master.pruned[fz["rows"]].tobytes()
+        for fz in lay.frozen
     )
-    master.strategy_sum[...] = np.asarray(S)
-    master.plan_sum[...] = np.asarray(X)
+    if lay.cache.get("key") != key:
+        name = ("catch_up", tolerance)
+        if name not in _FNS:
+            _FNS[name] = _catch_up_fn(tolerance)
+        rho = _FNS[name](
+            _catch_up_game(game),
+            master.regrets,
+            master.pruned,
+            tuple(fz["row_front"] for fz in lay.frozen),
+        )
+        lay.cache["rho"] = tuple(
+            np.asarray(r, np.float64)[:, fz["rows"] - game.player_slice(p).start]
+            for p, (r, fz) in enumerate(zip(rho, lay.frozen, strict=True))
+        )
+        lay.cache["key"] = key
+    for p, fz in enumerate(lay.frozen):
+        if fz["rows"].size == 0:
+            continue
+        rows, rho = fz["rows"], lay.cache["rho"][p]  # [A, n]
+        for field, acc in (("strategy_sum", "aS"), ("plan_sum", "aX")):
+            front = np.asarray(c[acc][p], np.float64)[fz["front"]]
+            table = getattr(master, field)
+            table[rows] = (table[rows] + (rho * front[None]).T).astype(table.dtype)
 
 
 def live_payoff_entries(game: Game, pruned, dead: np.ndarray | None = None) -> np.ndarray:
