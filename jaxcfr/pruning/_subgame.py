@@ -114,7 +114,8 @@ class Layout:
     ``front`` ``[F_p]`` the positions in p's compact block of the parent sequences of
     the opponent-frozen rows left out (:func:`opponent_frozen`); ``frozen`` per player
     the host tables that bring those rows' sums up to date (:func:`_catch_up`; empty
-    when none is left out); ``cache`` the catch-up's rho and its key."""
+    when none is left out); ``cache`` the catch-up's rho, its key and how many
+    times it was ``computed``."""
 
     game: Game
     rows: np.ndarray
@@ -578,6 +579,7 @@ def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: 
             for p, (r, fz) in enumerate(zip(rho, lay.frozen, strict=True))
         )
         lay.cache["key"] = key
+        lay.cache["computed"] = lay.cache.get("computed", 0) + 1
     for p, fz in enumerate(lay.frozen):
         if fz["rows"].size == 0:
             continue
