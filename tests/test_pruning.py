@@ -512,7 +512,7 @@ def test_frozen_catch_up_by_hand():
         fronts[0][lay.frozen[0]["front"][0]] = v1
         fronts[1][lay.frozen[1]["front"][0]] = v2
         c[acc] = tuple(fronts)
-    _catch_up(master, lay, c, 0.0)
+    _catch_up(master, game, lay, c, 0.0)
     want_s = np.full(shape, 10.0)
     want_x = np.full(shape, 20.0)
     want_s[jpb] += (1.5, 0.5)
@@ -605,6 +605,79 @@ def test_live_stretch_without_frozen_rows_leduc(base, x64):
         want = np.asarray(getattr(dense, name))
         assert np.abs(want - np.asarray(getattr(start, name)))[frozen].max() > 0.5
         np.testing.assert_allclose(getattr(out, name), want, rtol=1e-12, atol=1e-12)
+
+
+def _leduc_nested_start(solver, game, plus):
+    """Rank-only Leduc before iteration 11 (k = 10: iterations 11-19 are one stretch),
+    a hand-set mask: P2's raise after P1's check pruned with every card. Bounds -1000 at
+    the pruned entries (nothing ends: 9 iterations move B or V by at most 9 x 13),
+    random regrets (>= 0 under CFR+; 0 at the pruned entries), average and faced-plan
+    sums."""
+    keys = game.infoset_keys
+    pruned = np.zeros((game.num_infosets, game.num_actions), bool)
+    for i, key in enumerate(keys):
+        if key.startswith("P1") and key.endswith("round1: c"):
+            pruned[i, 2] = True  # raise
+    rng = np.random.default_rng(1)
+    shape = pruned.shape
+    regrets = rng.uniform(-1.0 if not plus else 0.0, 3.0, shape)
+    regrets[pruned] = 0.0
+    return solver.init(game)._replace(
+        regrets=regrets,
+        pruned=pruned,
+        bound=np.where(pruned, -1000.0, 0.0),
+        strategy_sum=rng.uniform(0.0, 5.0, shape),
+        plan_sum=rng.uniform(0.0, 5.0, shape),
+        iteration=np.int32(10),
+    )
+
+
+@pytest.mark.parametrize("plus", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_live_stretch_with_nested_frozen_rows(plus, x64):
+    """Nested opponent-frozen rows (a frozen row whose parent sequence lies in a frozen
+    row), which Total RBP's own masks on rank-only Leduc at 300 iterations did not
+    produce (session 27). Under :func:`_leduc_nested_start`'s mask, by hand: every
+    history of P1's infosets whose first round starts check-raise ('cr', 'crc | ...',
+    'crrc | ...') passes P2's pruned raise, and every other P1 infoset holds a history
+    that does not; no P2 infoset is frozen (P1 prunes nothing) and P2's infosets below
+    its pruned raise are below its own pruned sequence (left out as such). So the frozen
+    rows are P1's 57 'cr...' infosets, of which all but the three 'X | cr' are nested
+    (their parent sequence, e.g. ('X | cr', call), is a frozen row's), down to the
+    second round's 'cr' rows (two frozen rows above). One stretch (11-19) of ``run_live``
+    leaving them out, against the dense Total RBP solver over the same 9 iterations
+    (float64): the frozen rows' regrets unchanged (bit-identical to the dense ones), all
+    regrets within 1e-12, and the average and faced-plan sums within 1e-12 relative of
+    the dense ones, the nested rows' included, which the window moved (so a catch-up
+    that dropped a parent's sigma from rho fails)."""
+    game = gt.load("leduc_poker", suits=False)
+    solver = (jaxcfr.cfr_plus if plus else jaxcfr.cfr)(
+        pruning="total", threshold=0.1, check_every=10, check_rule="paper"
+    )
+    start = _leduc_nested_start(solver, game, plus)
+    keys = game.infoset_keys
+    want = np.array([k.startswith("P0") and "round1: cr" in k for k in keys])
+    frozen = pruning.opponent_frozen(game, start.pruned)
+    np.testing.assert_array_equal(frozen, want)
+    assert not (frozen & pruning.dead_infosets(game, start.pruned)).any()
+    lay = pruning.layout(game, start.pruned, leave_out_frozen=True)
+    p1, p2 = lay.frozen
+    assert p1["rows"].size == 57 and p2["rows"].size == 0
+    nested = p1["rows"][p1["par"] >= 0]
+    roots = sorted(keys[i] for i in p1["rows"][p1["par"] < 0])
+    assert roots == [f"P0 card:{c} | round1: cr" for c in "JKQ"] and nested.size == 54
+    dense = _iterate(solver, game, 9, start)
+    stats = {}
+    out = pruning.run_live(solver, game, 19, start, stats=stats)
+    assert stats["frozen_rows"] == 57 and stats["checks"] == 1 and stats["forced"] == 0
+    assert int(out.iteration) == 19
+    np.testing.assert_array_equal(out.regrets[frozen], start.regrets[frozen])
+    np.testing.assert_array_equal(out.regrets[frozen], np.asarray(dense.regrets)[frozen])
+    np.testing.assert_allclose(out.regrets, np.asarray(dense.regrets), rtol=0, atol=1e-12)
+    for name in ("strategy_sum", "plan_sum"):
+        want_sum = np.asarray(getattr(dense, name))
+        moved = np.abs(want_sum - getattr(start, name))[nested].max(axis=1)
+        np.testing.assert_allclose(getattr(out, name), want_sum, rtol=1e-12, atol=1e-12)
+        assert (moved > 1e-3).sum() >= nested.size // 2 and moved.max() > 1.0
 
 
 def test_bad_input():

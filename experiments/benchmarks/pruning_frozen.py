@@ -13,7 +13,9 @@ From a saved Total RBP state (a ``pruning_live --checkpoint-dir`` checkpoint, C 
 * ``dense``: the Total RBP update in one jitted loop from the checkpoint;
 * ``live``: ``jaxcfr.pruning.run_live`` from the checkpoint (full game on the host),
   leaving the opponent-frozen rows out of the stretch (``leave_out_frozen=True``,
-  session 27) and ``live_kept`` keeping them (``False``, sessions 23-26).
+  session 27) and ``live_kept`` keeping them (``False``, sessions 23-26); ``live_dev``
+  (not in the default list) is ``live`` with the full game kept on the device (no
+  transfer of the game at each check; the game's arrays then stay resident).
 
 Every round repeats the same iterations from the same state, after one untimed round
 that compiles every shape. With ``--check-every 1`` every iteration is a check: there
@@ -94,11 +96,11 @@ def main(argv=None):
         st.clear()
         return _subgame.run_live(
             solver,
-            host_game,
+            game if cfg == "live_dev" else host_game,
             done + n,
             jax.tree.map(np.array, start),
             stats=st,
-            leave_out_frozen=cfg == "live",
+            leave_out_frozen=cfg != "live_kept",
         )
 
     out = {c: run(c) for c in configs}  # compiles every shape of these iterations

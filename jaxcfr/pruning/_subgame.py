@@ -114,7 +114,8 @@ class Layout:
     ``front`` ``[F_p]`` the positions in p's compact block of the parent sequences of
     the opponent-frozen rows left out (:func:`opponent_frozen`); ``frozen`` per player
     the host tables that bring those rows' sums up to date (:func:`_catch_up`; empty
-    when none is left out)."""
+    when none is left out); ``cache`` the catch-up's rho, its key and how many
+    times it was ``computed``."""
 
     game: Game
     rows: np.ndarray
@@ -122,6 +123,7 @@ class Layout:
     pruned: np.ndarray
     extra: dict
     frozen: tuple = ()
+    cache: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
 
 def _check_mask(game: Game, pruned) -> None:
@@ -373,7 +375,7 @@ def layout(
         extra["upper"].append(up)
     fronts, catch = [], []
     for p in (0, 1):
-        built = _frozen_tables(game, p, frozen, parent, legal)
+        built = _frozen_tables(game, p, frozen, parent)
         front = own(seq_map(built.pop("front_seq")), p).astype(np.int64)
         f_size = _bucket(front.size)
         if like is not None:
@@ -448,13 +450,14 @@ def opponent_frozen(game: Game, pruned, dead: np.ndarray | None = None) -> np.nd
     return out
 
 
-def _frozen_tables(game: Game, p: int, frozen, parent, legal) -> dict:
+def _frozen_tables(game: Game, p: int, frozen, parent) -> dict:
     """Host tables of player p's left-out frozen rows (full ids ``rows``, sorted, so
     parents come first): ``par`` the index of the parent row among them (-1 for a
-    root: its parent sequence is not frozen), ``pact`` the parent action, ``front``
-    the index of the root's parent sequence in ``front_seq`` (full flat sequence ids,
-    ``I * A`` for the empty sequence), ``levels`` slices of ``rows`` per level of p
-    and ``legal`` ``[n, A]``."""
+    root: its parent sequence is not frozen; a row with ``par >= 0`` is *nested*),
+    ``front`` the index of the root's parent sequence in ``front_seq`` (full flat
+    sequence ids, ``I * A`` for the empty sequence) and
+    ``row_front`` ``[n_p]`` int32 the same index per row of p, -1 off the rows (what
+    :func:`_catch_up_fn` selects the rows by)."""
     A, n_inf = game.num_actions, game.num_infosets
     sl = game.player_slice(p)
     rows = np.nonzero(frozen[sl])[0].astype(np.int64) + sl.start
@@ -468,44 +471,73 @@ def _frozen_tables(game: Game, p: int, frozen, parent, legal) -> dict:
     front_seq, front = np.unique(par[root], return_inverse=True)
     front_idx = np.zeros(rows.size, np.int64)
     front_idx[root] = front
-    levels = []
     for start, end in game.meta.infoset_levels[p]:
         lo, hi = np.searchsorted(rows, start), np.searchsorted(rows, end)
         sub = np.arange(lo, hi)[~root[lo:hi]]
         front_idx[sub] = front_idx[par_idx[sub]]  # parents lie on earlier levels
-        if hi > lo:
-            levels.append((int(lo), int(hi)))
+    row_front = np.full(sl.stop - sl.start, -1, np.int32)
+    row_front[rows - sl.start] = front_idx
     return {
         "rows": rows,
         "par": par_idx,
-        "pact": np.where(inner, par % A, 0),
         "front": front_idx,
         "front_seq": front_seq,
-        "levels": tuple(levels),
-        "legal": legal[rows],
+        "row_front": row_front,
     }
 
 
-def _host_regret_matching(R: np.ndarray, mask: np.ndarray, tolerance: float) -> np.ndarray:
-    """:func:`jaxcfr._solver.regret_matching` (``axis=0``, ``uniform=None``) in NumPy,
-    operation for operation in ``R``'s dtype (positive part above ``tolerance``, the
-    left-to-right sum over actions, times the reciprocal, uniform over ``mask`` where
-    the sum is 0): the stretch's sigma, without an eager JAX dispatch (and a compile)
-    for every new row count."""
-    dt = R.dtype
-    w = np.where(mask & (R > dt.type(tolerance)), R, dt.type(0))
-    total = w[0].copy()
-    for a in range(1, w.shape[0]):
-        total = (total + w[a]).astype(dt)
-    inv = (dt.type(1) / np.where(total > 0, total, dt.type(1))).astype(dt)
-    uniform = (mask / np.maximum(mask.sum(axis=0), 1)).astype(dt)
-    return np.where(total > 0, (w * inv).astype(dt), uniform)
+def _catch_up_game(game: Game) -> Game:
+    """The full game with only the fields :func:`_catch_up_fn` reads (``legal_mask_t``
+    and ``parent_local``: ``sf.legal_block`` and ``sf.plan_block``, non-compact path)
+    on the device, every other field ``[0, ...]``; cached per game (fingerprint and
+    dtype), so a host game is transferred once, not at every stretch."""
+    key = ("catch_up_game", game.meta.fingerprint, str(game.sf_payoff.dtype))
+    if key not in _FNS:
+        keep = {"legal_mask_t", "parent_local"}
+        fields = {
+            f.name: (
+                jnp.asarray(getattr(game, f.name))
+                if f.name in keep
+                else jnp.zeros(
+                    (0,) + tuple(getattr(game, f.name).shape[1:]), getattr(game, f.name).dtype
+                )
+            )
+            for f in dataclasses.fields(game)
+            if f.name != "meta"
+        }
+        _FNS[key] = dataclasses.replace(game, **fields)
+    return _FNS[key]
 
 
-def _catch_up(master: PrunedState, lay: Layout, c: dict, tolerance: float) -> None:
+def _catch_up_fn(tolerance: float):
+    """The jitted ``(cg, R, pruned, row_front) -> (rho_0, rho_1)`` of :func:`_catch_up`,
+    over the full game (``R``, ``pruned`` ``[I, A]``; ``cg``: :func:`_catch_up_game`;
+    ``rho_p`` ``[A, n_p]``, p's action-major block) with the left-out frozen rows
+    selected by ``row_front`` (per player ``[n_p]``, -1 for a row that was not left
+    out). Fixed shapes: one compile per game and dtype, whatever rows are frozen. sigma
+    is :func:`jaxcfr._solver.regret_matching` of the rows (the stretch's: legal and not
+    pruned, ``tolerance``), rho = ``sf.plan_block`` of the policy that is sigma on the
+    frozen rows and 1 on every other row: at a frozen (I, a), the product of sigma over
+    the frozen rows from the top one above I down to (I, a) (the plan of the top row's
+    parent sequence is a product of ones; the frozen set is closed downwards)."""
+
+    def rho(cg, regrets, pruned, row_front):
+        out = []
+        for p in (0, 1):
+            sl = cg.player_slice(p)
+            mask = sf.legal_block(cg, p) & ~pruned[sl].T
+            sigma = regret_matching(regrets[sl].T, mask, None, axis=0, tolerance=tolerance)
+            frozen = (row_front[p] >= 0)[None]
+            out.append(sf.plan_block(cg, jnp.where(frozen, sigma, jnp.ones((), sigma.dtype)), p))
+        return tuple(out)
+
+    return jax.jit(rho)
+
+
+def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: float) -> None:
     """Bring the average and faced-plan sums of the opponent-frozen rows ``lay`` left
-    out up to date after a stretch (host, in place; the rows' regrets, V and bounds
-    did not change: their cf values were 0).
+    out up to date after a stretch (in place on the host master copy; the rows' regrets,
+    V and bounds did not change: their cf values were 0).
 
     In the stretch sigma(I, a) is fixed at a frozen row (its regrets and the pruned
     set are), so player p's plan there is x_t(I, a) = x_t(f) rho(I, a), where f is
@@ -519,23 +551,39 @@ def _catch_up(master: PrunedState, lay: Layout, c: dict, tolerance: float) -> No
     X(I, a) = X_0(I, a) + rho(I, a) A_X(f), with A_S(f) = the window's sum of w_t x_t(f)
     prod_{u >= t} d_u and A_X(f) = the sum of x'_t(f), which the stretch accumulates at
     the front sequences only (``c["aS"]``, ``c["aX"]``). S_0 prod d is applied with
-    every row outside the sub-game (:func:`_scatter`); rho is one host pass down the
-    frozen rows' levels. Equal to the dense sums up to float rounding (one product of
-    sums instead of a sum of products)."""
+    every row outside the sub-game (:func:`_scatter`); rho comes from one jitted call
+    over the full game (:func:`_catch_up_fn`: the library's regret matching and plan
+    pass, the frozen rows selected by a mask), kept in ``lay.cache`` while the rows'
+    regrets and pruned bits are the ones it was computed from (the key: those bytes;
+    they change only where a check prunes an action of a frozen row); the update is
+    one host pass over the frozen rows. Equal to the dense sums up to float rounding
+    (one product of sums instead of a sum of products)."""
+    if not lay.frozen or all(fz["rows"].size == 0 for fz in lay.frozen):
+        return
+    key = b"".join(
+        master.regrets[fz["rows"]].tobytes() + master.pruned[fz["rows"]].tobytes()
+        for fz in lay.frozen
+    )
+    if lay.cache.get("key") != key:
+        name = ("catch_up", tolerance)
+        if name not in _FNS:
+            _FNS[name] = _catch_up_fn(tolerance)
+        rho = _FNS[name](
+            _catch_up_game(game),
+            master.regrets,
+            master.pruned,
+            tuple(fz["row_front"] for fz in lay.frozen),
+        )
+        lay.cache["rho"] = tuple(
+            np.asarray(r, np.float64)[:, fz["rows"] - game.player_slice(p).start]
+            for p, (r, fz) in enumerate(zip(rho, lay.frozen, strict=True))
+        )
+        lay.cache["key"] = key
+        lay.cache["computed"] = lay.cache.get("computed", 0) + 1
     for p, fz in enumerate(lay.frozen):
         if fz["rows"].size == 0:
             continue
-        rows = fz["rows"]
-        R = np.asarray(master.regrets[rows]).T
-        mask = fz["legal"].T & ~np.asarray(master.pruned[rows]).T
-        sigma = _host_regret_matching(R, mask, tolerance).astype(np.float64)  # [A, n]
-        reach = np.ones(rows.size)  # rho at the row's parent sequence
-        for lo, hi in fz["levels"]:
-            par = fz["par"][lo:hi]
-            inner = par >= 0
-            up = sigma[fz["pact"][lo:hi][inner], par[inner]] * reach[par[inner]]
-            reach[lo:hi][inner] = up
-        rho = sigma * reach[None]
+        rows, rho = fz["rows"], lay.cache["rho"][p]  # [A, n]
         for field, acc in (("strategy_sum", "aS"), ("plan_sum", "aX")):
             front = np.asarray(c[acc][p], np.float64)[fz["front"]]
             table = getattr(master, field)
@@ -718,7 +766,9 @@ def _gather(master: PrunedState, lay: Layout) -> dict:
     return c
 
 
-def _scatter(master: PrunedState, lay: Layout, c: dict, tolerance: float = 0.0) -> PrunedState:
+def _scatter(
+    master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: float = 0.0
+) -> PrunedState:
     """Write the compact state ``c`` back into the host master copy (in place; the
     rows outside get the CFR+ decay ``dec``, the left-out frozen rows their window's
     sums, :func:`_catch_up`, whose regret matching takes ``tolerance``); returns it
@@ -734,7 +784,7 @@ def _scatter(master: PrunedState, lay: Layout, c: dict, tolerance: float = 0.0) 
         new = np.concatenate([np.asarray(x) for x in c[name]], axis=1).T
         getattr(master, field)[rows[real]] = new[real]
     master.values_sum[rows[real]] = np.concatenate([np.asarray(x) for x in c["V"]])[real]
-    _catch_up(master, lay, c, tolerance)
+    _catch_up(master, game, lay, c, tolerance)
     return master._replace(iteration=np.array(np.asarray(c["t"])))
 
 
@@ -866,7 +916,7 @@ def run_live(
             c, ran = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur), np.int32(n)))
             if bool(c["fail"]):  # committed only without stop_early
                 raise RuntimeError("condition (9) failed between checks (check_rule='worst_case')")
-            state = _scatter(state, cur, c, tol)
+            state = _scatter(state, game, cur, c, tol)
             done += int(ran)
             forced = int(ran) < n and done < iterations
             stats["forced"] += forced
