@@ -897,3 +897,29 @@ def test_pruning_floor_counts_on_the_dominated_game(x64):
     assert out["averages"] == pytest.approx(2 / 6, abs=1e-4)
     assert out["I_S"] == pytest.approx(4 / 6, abs=1e-4)
     assert out["below_opp"] == 0.0
+
+
+def test_live_resumed_at_a_larger_check_interval(x64):
+    """A state last checked with k = 2 continued by ``run_live`` with k = 20 (worst-case
+    rule): its branches were ended only for a 1-iteration stretch, so (9) fails inside the
+    first 19-iteration stretch (session 28: this raised ``RuntimeError``). That window
+    runs as the dense solver, and the run gives the dense k = 20 solver's iterates from the
+    same state (up to summation order)."""
+    game = gt.load("leduc_poker", suits=False)
+    short = jaxcfr.cfr(pruning="total", threshold=0.05, check_every=2)
+    long = jaxcfr.cfr(pruning="total", threshold=0.05, check_every=20)
+    start = jax.tree.map(np.asarray, _iterate(short, game, 30))
+    assert int(start.pruned.sum()) > 0
+    stats = {}
+    out = pruning.run_live(long, game, 70, start, stats=stats)
+    assert stats.get("resumed_dense", 0) >= 1
+    assert int(out.iteration) == 70
+    dense = _iterate(long, game, 40, start)
+    for name in ("regrets", "strategy_sum", "plan_sum", "bound"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(out, name)), np.asarray(getattr(dense, name)), atol=1e-9
+        )
+    for name in ("pruned", "discarded"):
+        np.testing.assert_array_equal(
+            np.asarray(getattr(out, name)), np.asarray(getattr(dense, name))
+        )

@@ -624,8 +624,9 @@ def _stretch_fn(solver: Solver, tolerance: float):
     iteration at which (9) fails for some pruned branch (that iteration is not
     committed: the caller runs it as a forced check of the dense solver, whose reset
     (7)/(8) must come between the two players' steps); ``ran`` iterations were done.
-    Under ``check_rule="worst_case"`` (9) cannot fail between checks: the loop then keeps
-    no copy of the previous carry and a failure is committed (``run_live`` raises).
+    Under ``check_rule="worst_case"`` (9) cannot fail between checks made at this k: the
+    loop then keeps no copy of the previous carry and a failure is committed
+    (``run_live`` drops the whole stretch and runs its window densely).
     Its arguments are the live sub-game's device arrays and the compact state only."""
     hp = dict(solver.hyperparams)
     if hp.get("pruning") != "total":
@@ -710,7 +711,9 @@ def _stretch_fn(solver: Solver, tolerance: float):
             i, c, _ = carry
             new = one(small, extra, frozen, c)
             fail = new["fail"]
-            if not stop_early:  # worst case: (9) cannot fail here (run_live raises if it did)
+            if (
+                not stop_early
+            ):  # worst case: (9) cannot fail here (run_live drops the stretch if it did)
                 return i + 1, new, fail
             # keep the last state at which (9) still held everywhere
             c = jax.tree.map(lambda old, nw: jnp.where(fail, old, nw), c, new)
@@ -831,8 +834,10 @@ def run_live(
     ``stable`` counts these too), layouts built, ``stale`` (checks that kept a layout
     built under another pruned set), ``forced`` (checks forced by (9) failing between
     scheduled ones),
-    distinct shapes and the live payoff entries. Raises ``RuntimeError`` if (9) failed
-    inside a stretch under ``check_rule="worst_case"`` (it cannot, by that rule).
+    distinct shapes and the live payoff entries. Under ``check_rule="worst_case"`` (9)
+    cannot fail inside a stretch that follows a check made with this solver's k; a state
+    last checked with a smaller ``check_every`` can fail it, and then that window runs as
+    the dense solver (``stats["resumed_dense"]`` counts such windows) instead.
 
     ``dense_after_forced`` (default): after a stretch stopped for (9), the forced check
     and the rest of the window through the next scheduled check run as the dense solver
@@ -914,8 +919,18 @@ def run_live(
                 stats["rows"] = cur.rows.size
                 stats["frozen_rows"] = _frozen_count(cur)
             c, ran = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur), np.int32(n)))
-            if bool(c["fail"]):  # committed only without stop_early
-                raise RuntimeError("condition (9) failed between checks (check_rule='worst_case')")
+            if bool(c["fail"]):
+                # (9) failed inside a worst-case stretch (its failure is committed, not
+                # stopped at): the state's last check ended the branches for a shorter
+                # interval than k (a state from a run with a smaller check_every). The
+                # stretch is dropped; the window runs as the dense solver, which checks
+                # where a branch ends, through the scheduled check at this k.
+                m = min((done // k + 1) * k - done, iterations - done)
+                state = _to_host(dense(game, state, np.int32(m)))
+                done += m
+                stats["dense"] += m
+                stats["resumed_dense"] = stats.get("resumed_dense", 0) + 1
+                continue
             state = _scatter(state, game, cur, c, tol)
             done += int(ran)
             forced = int(ran) < n and done < iterations
