@@ -291,6 +291,11 @@ def make_cfr_solver(
         compact = _compact(game, view)  # the state is in the compact layout
         size = sf.compact_size(game, 0) + sf.compact_size(game, 1) if compact else None
         check_state(game, state, view.num_rows(game), size)
+        if not hasattr(state, "prediction"):
+            raise ValueError(
+                f"state is a {type(state).__name__}, not a full-width CFR state (CFRState, "
+                "AbstractCFRState): pass the state this solver's init made"
+            )
         if chance_sampling:
             check_key(key)
             game = _chance_sampling.sampled_game(game, key)

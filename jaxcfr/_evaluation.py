@@ -94,6 +94,11 @@ def _check_policy_type(policy) -> None:
     """A real numeric array-like (bool, int, float); not a dict, string, complex array."""
     if isinstance(policy, (jax.Array, np.ndarray, np.generic)):
         dtype = policy.dtype
+    elif hasattr(policy, "_fields"):  # a solver state or a RunResult (NamedTuples)
+        raise ValueError(
+            f"policy must be an [I, A] array, got a {type(policy).__name__}; for a solver "
+            "state pass jaxcfr.average_policy(game, state) (or current_policy)"
+        )
     elif isinstance(policy, (list, tuple)):
         try:
             dtype = np.asarray(policy).dtype

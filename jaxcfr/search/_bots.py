@@ -91,6 +91,13 @@ def view_of(game: Game, history) -> View:
     """The acting player's :class:`View` at history (node id) ``history``: what the
     match engine hands to a bot. The history itself is not part of it."""
     check_game(game)
+    if not isinstance(history, jax.core.Tracer):
+        h = np.asarray(history)
+        n = game.node_player.shape[0]
+        if not np.issubdtype(h.dtype, np.integer) or ((h < 0) | (h >= n)).any():
+            raise ValueError(
+                f"history must be integer node ids in [0, {n}) of {game.name}, got {history!r:.80}"
+            )
     h = jnp.asarray(history, jnp.int32)
     return View(game.node_player[h], game.node_infoset[h], game.node_public_state[h])
 
@@ -220,7 +227,8 @@ def fixed_random_policy(game: Game, seed: int = 0) -> jax.Array:
     """``[I, A]`` one-hot on a legal action drawn uniformly per infoset from ``seed``:
     the root-convergence protocol's play outside the tree, shared by all algorithms."""
     check_game(game)
-    rng = np.random.default_rng(seed)
+    check_count("seed", seed, 0)
+    rng = np.random.default_rng(int(seed))
     mask = game.meta.host["legal_mask"]
     score = rng.random(mask.shape) * mask
     pick = np.argmax(score, axis=1)
