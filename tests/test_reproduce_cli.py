@@ -25,6 +25,20 @@ def test_key_out_of_range_is_refused(capsys):
     assert "--key" in capsys.readouterr().err
 
 
+def test_help_states_every_default(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: results/reproduce)" in out and "(default: 0)" in out
+    assert "default: the paper's sizes" in out
+
+
+def test_convergence_help_keeps_its_line_continuations():
+    from experiments import convergence_cli
+
+    assert "default.toml \\\n        --out results/default --processes 2" in convergence_cli.__doc__
+
+
 def test_run_target_writes_report_with_header(tmp_path):
     target = Target("test-dummy", "A paper", "Fig. 0", lambda ctx: f"quick={ctx.quick}\n")
     report = _cli.run_target(target, Context(tmp_path / "d", quick=True), ["test-dummy"])

@@ -51,9 +51,22 @@ def main(argv=None) -> int:
     )
     parser.add_argument("targets", nargs="*", help="target names, or 'all' (see --list)")
     parser.add_argument("--list", action="store_true", help="list the targets and exit")
-    parser.add_argument("--quick", action="store_true", help="fewer seeds/matches: minutes")
-    parser.add_argument("--out", default="results/reproduce", help="parent folder of the outputs")
-    parser.add_argument("--key", type=int, default=0, help="base PRNG seed (0 <= key < 2**32)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer seeds, matches and iterations: minutes per target (default: the "
+        "paper's sizes, hours to days; docs/reproduction.md gives each target's times)",
+    )
+    parser.add_argument(
+        "--out",
+        default="results/reproduce",
+        help="parent folder of the outputs, OUT/<target>/report.md; the oos-*, smooth-uct-* "
+        "and imperfect-recall-* targets keep finished cells / curves there and a rerun "
+        "resumes them (rbp-* start over) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--key", type=int, default=0, help="base PRNG seed, 0 <= key < 2**32 (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     found = targets()
     if args.list or not args.targets:
