@@ -89,7 +89,10 @@ def compiler_options(game) -> dict | None:
 
 def view_of(game: Game, history) -> View:
     """The acting player's :class:`View` at history (node id) ``history``: what the
-    match engine hands to a bot. The history itself is not part of it."""
+    match engine hands to a bot. The history itself is not part of it.
+
+    ``history``: an int node id in ``[0, H)`` (or an int array of them; traced ids are
+    not range-checked); ``ValueError`` for one outside the game's tree."""
     check_game(game)
     if not isinstance(history, jax.core.Tracer):
         h = np.asarray(history)
