@@ -266,8 +266,12 @@ def make_cfr_solver(
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> CFRState:
         """Zero regrets (uniform first policy), or uniform random regrets in [0, scale)
-        drawn from ``key`` when ``scale > 0`` (for seed studies of deterministic solvers)."""
+        drawn from ``key`` when ``scale > 0`` (for seed studies of deterministic solvers).
+        ``ValueError`` for a negative scale, or ``scale > 0`` without a key."""
         check_game(game)
+        check_number("scale", scale, 0.0)
+        if scale > 0 and key is None:
+            raise ValueError(f"scale={scale!r} draws random initial regrets: it needs a key")
         view = abst.view(game, keying)
         shape = (view.num_rows(game), game.num_actions)
         dtype = game.sf_payoff.dtype
