@@ -47,6 +47,20 @@ def test_run_target_writes_report_with_header(tmp_path):
     assert "quick mode" in text and "quick=True" in text
 
 
+def test_main_says_which_target_started_before_its_report(tmp_path, monkeypatch, capsys):
+    seen = []
+
+    def body(ctx):
+        seen.append(capsys.readouterr().out)  # what the user saw while the target ran
+        return "body\n"
+
+    target = Target("test-dummy", "A paper", "Fig. 0", body)
+    monkeypatch.setattr(_cli, "targets", lambda: {"test-dummy": target})
+    assert _cli.main(["test-dummy", "--quick", "--out", str(tmp_path)]) == 0
+    assert "[1/1] test-dummy (quick mode, key 0)" in seen[0] and "started" in seen[0]
+    assert "report.md (" in capsys.readouterr().out
+
+
 def test_confidence_intervals_by_hand():
     mean, half = mean_ci95([1.0, 3.0])  # t(0.975, 1) = 12.7062; sd = sqrt(2); /sqrt(2) -> 12.7062
     assert mean == 2.0 and half == pytest.approx(12.7062, rel=1e-4)

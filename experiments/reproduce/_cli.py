@@ -83,8 +83,16 @@ def main(argv=None) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         parser.error(f"--out {out} exists and is not a folder")
-    for name in names:
+    for i, name in enumerate(names):
         ctx = Context(out=out / name, quick=args.quick, key=args.key)
+        mode = "quick" if args.quick else "full"
+        # a target may run for minutes (quick) to hours (full) before its report: say so
+        print(
+            f"[{i + 1}/{len(names)}] {name} ({mode} mode, key {args.key}) -> {ctx.out}: started "
+            f"{time.strftime('%H:%M:%S')}; docs/reproduction.md gives its usual time",
+            flush=True,
+        )
+        start = time.perf_counter()
         report = run_target(found[name], ctx, argv)
-        print(f"{name}: {report}", flush=True)
+        print(f"{name}: {report} ({time.perf_counter() - start:.0f} s)", flush=True)
     return 0
