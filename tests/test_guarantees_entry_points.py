@@ -188,6 +188,11 @@ def test_play_refuses_zero_matches_and_bad_chunk_sizes(kuhn):
     np.testing.assert_array_equal(u, jaxcfr.play(kuhn, rnd, rnd, 3, 1, KEY, chunk_size=2))
 
 
+def test_bot_repr_is_its_name_not_four_function_addresses():
+    assert repr(jaxcfr.oos()) == "Bot(oos(ist, d=0.9, e=0.4))"
+    assert "function" not in repr(jaxcfr.ismcts()) and "function" not in repr(jaxcfr.random_bot())
+
+
 def _other_state(g):
     return jaxcfr.outcome_sampling().init(g)
 

@@ -34,10 +34,20 @@ from jaxcfr.search import _table as tbl
 
 
 class Bot(NamedTuple):
-    """A search bot: ``(init, search, policy, strategy)`` pure functions and its name.
+    """A search bot: ``(init, search, policy, strategy)`` pure functions and its name,
+    built by :func:`jaxcfr.oos`, :func:`jaxcfr.ismcts` or :func:`jaxcfr.random_bot`.
+
+    * ``init(game) -> state``: empty tables (fixed shapes; R rows, one per infoset or,
+      on a step-form game, ``capacity`` hash slots).
+    * ``search(game, state, view, key, num_iterations) -> state``: ``num_iterations``
+      (a Python int >= 0; static under ``jit``) simulations from what ``view`` (a
+      :class:`View`) knows, drawing chance and the unseen history from ``key``.
+    * ``policy(game, state, view) -> [A]``: the move distribution at ``view``'s infoset.
+    * ``strategy(game, state) -> (weights [R, A], in_memory [R])``: the whole table.
 
     ``play`` samples each move from ``policy``; ISMCTS-UCT's policy is one-hot on the
-    most-visited action, so its moves are deterministic.
+    most-visited action, so its moves are deterministic. Unbatched: ``jax.vmap`` the
+    functions over searchers. ``repr`` is the bot's name and settings.
     """
 
     init: Callable[..., Any]
@@ -45,6 +55,9 @@ class Bot(NamedTuple):
     policy: Callable[..., Any]
     strategy: Callable[..., Any]
     name: str = "bot"
+
+    def __repr__(self) -> str:
+        return f"Bot({self.name})"
 
 
 class View(NamedTuple):
