@@ -39,6 +39,7 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr._evaluation import br_values_unchecked
+from jaxcfr._sequence_form import infoset_table
 from jaxcfr._solver import check_game, check_solver_state, normalize_rows
 
 KEYINGS = ("auto", "abstract", "full")
@@ -360,8 +361,11 @@ def full_average_sum(game: Game, state) -> jax.Array:
     full = getattr(state, "full_strategy_sum", None)
     if full is not None and full.shape[0] == game.num_infosets:
         return full
-    if state.strategy_sum.shape[0] == game.num_infosets:
-        return state.strategy_sum
+    ssum = state.strategy_sum
+    if ssum.ndim == 1:  # a full-width CFR state in the kernel's compact [P_0 + P_1] layout
+        ssum = infoset_table(game, ssum)
+    if ssum.shape[0] == game.num_infosets:
+        return ssum
     raise ValueError(
         "the state holds only the abstract average strategy [J, A], which is not "
         "realization-equivalent to the full game's average; build the solver with "
