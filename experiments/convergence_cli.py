@@ -24,12 +24,12 @@ devices, are sharded across them; process 0 alone writes the output folder, and 
 results equal a single-process study's):
 
     # N CPU processes on this machine, started and stopped by this command
-    python -m experiments convergence --config experiments/studies/default.toml \
+    python -m experiments convergence --config experiments/studies/default.toml \\
         --out results/default --processes 2
     # several hosts: the same command on each, host 0's address as coordinator
-    python -m experiments convergence ... --out results/x \
+    python -m experiments convergence ... --out results/x \\
         --coordinator HOST0:12345 --num-processes 2 --process-id 0   # on HOST0
-    python -m experiments convergence ... --out results/x \
+    python -m experiments convergence ... --out results/x \\
         --coordinator HOST0:12345 --num-processes 2 --process-id 1   # on the other host
 """
 

@@ -308,6 +308,17 @@ class Game:
 jax.tree_util.register_dataclass(Game, data_fields=list(_DATA_FIELDS), meta_fields=["meta"])
 
 
+def require_game(game, name: str = "game") -> None:
+    """Raise ``ValueError`` unless ``game`` is a compiled :class:`Game` (a game's name
+    or its ``Rules`` get a message saying how to compile it)."""
+    if not isinstance(game, Game):
+        raise ValueError(
+            f"{name} must be a compiled games_tensor.Game, got {type(game).__name__} "
+            f"{game!r:.80} (compile it first: games_tensor.load(name))"
+        )
+
+
 def uniform_policy(game: Game) -> jax.Array:
     """The uniform policy ``[I, A]``: 1/|A(I)| on legal actions, 0 on illegal ones."""
+    require_game(game)
     return game.legal_uniform

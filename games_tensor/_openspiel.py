@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor._compile import DEFAULT_MAX_HISTORIES, ImperfectRecallError, compile
-from games_tensor._game import Game
+from games_tensor._game import Game, require_game
 from games_tensor._rules import Rules
 
 _INSTALL_HINT = (
@@ -183,6 +183,7 @@ def _openspiel_keys(game: Game):
 
 
 def _require_openspiel_game(game: Game):
+    require_game(game)
     os_game = game.meta.host.get("openspiel_game")
     if os_game is None:
         raise ValueError(

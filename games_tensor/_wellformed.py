@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from games_tensor._game import TERMINAL, Game
+from games_tensor._game import TERMINAL, Game, require_game
 
 _ALL_PAIRS = 16
 CONDITIONS = ("i", "ii", "iii", "iv")
@@ -189,6 +189,7 @@ def check_abstraction(
     Returns:
       :class:`AbstractionCheck`.
     """
+    require_game(game)
     if not game.meta.has_abstraction:
         raise ValueError(
             f"game {game.name} {dict(game.meta.params)} has no abstraction to check "

@@ -39,7 +39,8 @@ import numpy as np
 
 from games_tensor import Game
 from jaxcfr._evaluation import br_values_unchecked
-from jaxcfr._solver import check_game, normalize_rows
+from jaxcfr._sequence_form import infoset_table
+from jaxcfr._solver import check_game, check_solver_state, normalize_rows
 
 KEYINGS = ("auto", "abstract", "full")
 # A member table may hold at most this many times more slots than members.
@@ -356,11 +357,15 @@ def full_average_sum(game: Game, state) -> jax.Array:
     """The ``[I, A]`` per-full-infoset average-strategy sum of a solver state: its
     ``full_strategy_sum`` when it has one, else its ``strategy_sum`` when keyed by the
     full infosets. ``ValueError`` for a state that holds only abstract averages."""
+    check_solver_state(state, "strategy_sum", "jaxcfr.full_game_regret")
     full = getattr(state, "full_strategy_sum", None)
     if full is not None and full.shape[0] == game.num_infosets:
         return full
-    if state.strategy_sum.shape[0] == game.num_infosets:
-        return state.strategy_sum
+    ssum = state.strategy_sum
+    if ssum.ndim == 1:  # a full-width CFR state in the kernel's compact [P_0 + P_1] layout
+        ssum = infoset_table(game, ssum)
+    if ssum.shape[0] == game.num_infosets:
+        return ssum
     raise ValueError(
         "the state holds only the abstract average strategy [J, A], which is not "
         "realization-equivalent to the full game's average; build the solver with "

@@ -266,8 +266,12 @@ def make_cfr_solver(
 
     def init(game: Game, key=None, *, scale: float = 0.0) -> CFRState:
         """Zero regrets (uniform first policy), or uniform random regrets in [0, scale)
-        drawn from ``key`` when ``scale > 0`` (for seed studies of deterministic solvers)."""
+        drawn from ``key`` when ``scale > 0`` (for seed studies of deterministic solvers).
+        ``ValueError`` for a negative scale, or ``scale > 0`` without a key."""
         check_game(game)
+        check_number("scale", scale, 0.0)
+        if scale > 0 and key is None:
+            raise ValueError(f"scale={scale!r} draws random initial regrets: it needs a key")
         view = abst.view(game, keying)
         shape = (view.num_rows(game), game.num_actions)
         dtype = game.sf_payoff.dtype
@@ -291,6 +295,11 @@ def make_cfr_solver(
         compact = _compact(game, view)  # the state is in the compact layout
         size = sf.compact_size(game, 0) + sf.compact_size(game, 1) if compact else None
         check_state(game, state, view.num_rows(game), size)
+        if not hasattr(state, "prediction"):
+            raise ValueError(
+                f"state is a {type(state).__name__}, not a full-width CFR state (CFRState, "
+                "AbstractCFRState): pass the state this solver's init made"
+            )
         if chance_sampling:
             check_key(key)
             game = _chance_sampling.sampled_game(game, key)

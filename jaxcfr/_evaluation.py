@@ -94,6 +94,11 @@ def _check_policy_type(policy) -> None:
     """A real numeric array-like (bool, int, float); not a dict, string, complex array."""
     if isinstance(policy, (jax.Array, np.ndarray, np.generic)):
         dtype = policy.dtype
+    elif hasattr(policy, "_fields"):  # a solver state or a RunResult (NamedTuples)
+        raise ValueError(
+            f"policy must be an [I, A] array, got a {type(policy).__name__}; for a solver "
+            "state pass jaxcfr.average_policy(game, state) (or current_policy)"
+        )
     elif isinstance(policy, (list, tuple)):
         try:
             dtype = np.asarray(policy).dtype
@@ -198,7 +203,23 @@ def _check_player(player: int) -> int:
 
 
 def expected_value(game: Game, policy) -> jax.Array:
-    """Expected utility of both players, ``[2]``, under the profile ``policy`` ``[I, A]``."""
+    """Expected utility of both players, ``[2]`` = ``(u_0, -u_0)``, under the profile
+    ``policy``: the sum over terminals z of chance reach x both players' realization
+    plans x u_0(z) (sequence form). Kuhn's equilibrium value: ``-1/18`` for player 0.
+
+    Args:
+      game: a compiled ``games_tensor.Game`` (``games_tensor.load("kuhn_poker")``).
+      policy: ``[I, A]`` profile, both players' rows (``jaxcfr.average_policy(game,
+        state)``, ``games_tensor.uniform_policy(game)``); rows over legal actions sum
+        to 1 (within 1e-5), no mass on illegal actions. One profile: ``jax.vmap`` over
+        a batch ``[B, I, A]`` with ``in_axes=(None, 0)``.
+
+    Raises:
+      ValueError: outside jit, a policy that is not a valid ``[I, A]`` profile of
+        ``game`` (the message names the infoset and action); a wrong shape also under
+        jit. ``ArgumentTypeError`` (a ``ValueError``) for a game that is not compiled.
+        Inside jit / vmap an invalid policy gives NaN, never a plausible number.
+    """
     return _evaluate(_expected_value, game, policy)
 
 
@@ -298,7 +319,28 @@ def _player_rows(game: Game, player: int, block: jax.Array) -> jax.Array:
 
 def counterfactual_values(game: Game, policy, player: int) -> CounterfactualValues:
     """Counterfactual values of ``player``'s infoset-action pairs (weighted by the
-    opponent's and chance's reach only), and the counterfactual best-response values."""
+    opponent's and chance's reach only), and the counterfactual best-response values
+    (Zinkevich et al. 2007: v_i(sigma, I, a) = sum over histories h in I and terminals
+    z below (h, a) of pi_{-i}(h) pi(ha, z) u_i(z)).
+
+    Args:
+      game: a compiled ``games_tensor.Game`` (``games_tensor.load("kuhn_poker")``).
+      policy: ``[I, A]`` profile, both players' rows (``jaxcfr.average_policy(game,
+        state)``, ``games_tensor.uniform_policy(game)``); rows over legal actions sum
+        to 1 (within 1e-5), no mass on illegal actions. One profile: ``jax.vmap`` over
+        a batch ``[B, I, A]`` with ``in_axes=(None, 0)``.
+      player: 0 or 1 (a Python or NumPy integer).
+
+    Returns:
+      :class:`CounterfactualValues`: ``[I, A]`` and ``[I]`` arrays, zero on the other
+      player's infosets and on illegal actions.
+
+    Raises:
+      ValueError: outside jit, a policy that is not a valid ``[I, A]`` profile of
+        ``game`` (the message names the infoset and action); a wrong shape also under
+        jit. ``ArgumentTypeError`` (a ``ValueError``) for a game that is not compiled.
+        Inside jit / vmap an invalid policy gives NaN, never a plausible number.
+    """
     return _evaluate(_counterfactual_values, game, policy, _check_player(player))
 
 
@@ -338,7 +380,23 @@ def _best_response(game: Game, policy, check: bool, player: int):
 
 
 def best_response_values(game: Game, policy) -> jax.Array:
-    """``[2]``: each player's best-response value against the other's policy."""
+    """``[2]``: player p's best-response value against the other player's part of
+    ``policy`` (``BR_0(sigma_1)``, ``BR_1(sigma_0)``), each from its own point of view;
+    ``nash_conv`` is their sum in a zero-sum game.
+
+    Args:
+      game: a compiled ``games_tensor.Game`` (``games_tensor.load("kuhn_poker")``).
+      policy: ``[I, A]`` profile, both players' rows (``jaxcfr.average_policy(game,
+        state)``, ``games_tensor.uniform_policy(game)``); rows over legal actions sum
+        to 1 (within 1e-5), no mass on illegal actions. One profile: ``jax.vmap`` over
+        a batch ``[B, I, A]`` with ``in_axes=(None, 0)``.
+
+    Raises:
+      ValueError: outside jit, a policy that is not a valid ``[I, A]`` profile of
+        ``game`` (the message names the infoset and action); a wrong shape also under
+        jit. ``ArgumentTypeError`` (a ``ValueError``) for a game that is not compiled.
+        Inside jit / vmap an invalid policy gives NaN, never a plausible number.
+    """
     return _evaluate(_best_response_values, game, policy)
 
 
@@ -379,11 +437,54 @@ def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
 
 
 def nash_conv(game: Game, policy) -> jax.Array:
-    """NashConv: sum over players of the best-response gain; ``0`` exactly at a Nash
-    equilibrium. In a zero-sum game, ``BR_0(sigma_1) + BR_1(sigma_0)``."""
+    """NashConv (OpenSpiel's name): sum over players of the best-response gain,
+    ``sum_p (BR_p(sigma_-p) - u_p(sigma))``; ``0`` exactly at a Nash equilibrium. In a
+    zero-sum game, ``BR_0(sigma_1) + BR_1(sigma_0)``. Scalar. Kuhn's uniform profile:
+    ``11/12``; Leduc's: ``4.747222...``.
+
+    Args:
+      game: a compiled ``games_tensor.Game`` (``games_tensor.load("kuhn_poker")``).
+      policy: ``[I, A]`` profile, both players' rows (``jaxcfr.average_policy(game,
+        state)``, ``games_tensor.uniform_policy(game)``); rows over legal actions sum
+        to 1 (within 1e-5), no mass on illegal actions. One profile: ``jax.vmap`` over
+        a batch ``[B, I, A]`` with ``in_axes=(None, 0)``.
+
+    Raises:
+      ValueError: outside jit, a policy that is not a valid ``[I, A]`` profile of
+        ``game`` (the message names the infoset and action); a wrong shape also under
+        jit. ``ArgumentTypeError`` (a ``ValueError``) for a game that is not compiled.
+        Inside jit / vmap an invalid policy gives NaN, never a plausible number.
+
+    Example::
+
+        game = games_tensor.load("kuhn_poker")
+        jaxcfr.nash_conv(game, games_tensor.uniform_policy(game))   # 0.9166667
+    """
     return _evaluate(_nash_conv, game, policy)
 
 
 def exploitability(game: Game, policy) -> jax.Array:
-    """``nash_conv / 2`` (OpenSpiel's ``exploitability``): the mean best-response gain."""
+    """``nash_conv / 2`` (OpenSpiel's ``exploitability``): the mean best-response
+    gain, ``(BR_0(sigma_1) + BR_1(sigma_0)) / 2`` in a zero-sum game. Scalar, in the
+    game's payoff units; ``0`` exactly at a Nash equilibrium.
+
+    Args:
+      game: a compiled ``games_tensor.Game`` (``games_tensor.load("kuhn_poker")``).
+      policy: ``[I, A]`` profile, both players' rows (``jaxcfr.average_policy(game,
+        state)``, ``games_tensor.uniform_policy(game)``); rows over legal actions sum
+        to 1 (within 1e-5), no mass on illegal actions. One profile: ``jax.vmap`` over
+        a batch ``[B, I, A]`` with ``in_axes=(None, 0)``.
+
+    Raises:
+      ValueError: outside jit, a policy that is not a valid ``[I, A]`` profile of
+        ``game`` (the message names the infoset and action); a wrong shape also under
+        jit. ``ArgumentTypeError`` (a ``ValueError``) for a game that is not compiled.
+        Inside jit / vmap an invalid policy gives NaN, never a plausible number.
+
+    Example::
+
+        state = jaxcfr.run(jaxcfr.cfr_plus(), game, 1000, 100).state  # batched [1, ...]
+        policy = jaxcfr.average_policy(game, jax.tree.map(lambda x: x[0], state))
+        jaxcfr.exploitability(game, policy)
+    """
     return _evaluate(_exploitability, game, policy)

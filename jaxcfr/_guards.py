@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
-from jaxcfr._solver import check_game, check_int
+from jaxcfr._solver import Solver, check_game, check_int
 
 # Device bytes per run / the state's bytes. XLA's ``compiled.memory_analysis()`` of the
 # runner's chunk (arguments + outputs + temporaries per extra run, batch 64, float32)
@@ -77,6 +77,13 @@ def estimate_run_memory(solver, game: Game, batch: int = 1) -> int:
     """
     batch = check_int("batch", batch, 1)
     check_game(game)
+    if not isinstance(solver, Solver):
+        hint = (
+            f" (a factory: build one setting, e.g. {getattr(solver, '__name__', 'factory')}())"
+            if callable(solver)
+            else ""
+        )
+        raise ValueError(f"solver must be a built jaxcfr Solver, got {solver!r:.80}{hint}")
     per_run = _STATE_FACTOR * _tree_bytes(state_shapes(solver, game))
     return int(_tree_bytes(game) + batch * per_run)
 
@@ -242,14 +249,16 @@ def check_devices(devices):
     """``None`` or a non-empty sequence of ``jax.Device`` (e.g. ``jax.devices()[:2]``)."""
     if devices is None:
         return None
+    given = devices
     try:
         devices = list(devices)
     except TypeError:
         devices = None
     if not devices or not all(isinstance(d, jax.Device) for d in devices):
+        hint = f" ([{given!r}] for one device)" if isinstance(given, jax.Device) else ""
         raise ValueError(
             "devices must be None (all local devices) or a non-empty list of jax.Device "
-            f"objects such as jax.devices()[:2], got {devices!r}"
+            f"objects such as jax.devices()[:2], got {given!r}{hint}"
         )
     return devices
 

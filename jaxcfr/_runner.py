@@ -109,6 +109,25 @@ def _as_factory(solver, hparams) -> tuple[Callable[..., Solver], Any]:
     raise ValueError(f"solver must be a jaxcfr Solver or a factory of one, got {solver!r}")
 
 
+def _check_evaluate(evaluate, solver: Solver, game: Game) -> None:
+    """Refuse (``ValueError``, before compiling) an ``evaluate`` function that cannot be
+    called as ``fn(game, state)`` or does not return one number per run."""
+    shapes = _guards.state_shapes(solver, game)
+    try:
+        out = jax.eval_shape(evaluate, game, shapes)
+    except TypeError as exc:
+        raise ValueError(
+            f"evaluate must be a function (game, state) -> scalar, called with one run's "
+            f"state; calling {evaluate!r} failed: {exc}"
+        ) from exc
+    if not isinstance(out, jax.ShapeDtypeStruct) or out.shape != ():
+        got = out.shape if isinstance(out, jax.ShapeDtypeStruct) else type(out).__name__
+        raise ValueError(
+            f"evaluate must return one scalar per run (it is reported in place of "
+            f"NashConv), got {got} from {evaluate!r}"
+        )
+
+
 def _describe(solver: Solver) -> str:
     """``name(k=v, ...)`` with concrete 0-d arrays shown as numbers (identity of a setting)."""
     args = ", ".join(
@@ -293,6 +312,8 @@ def run(
     if not isinstance(probe, Solver):
         raise ValueError(f"solver factory {factory!r} returned {probe!r}, not a jaxcfr Solver")
     needs_key = probe.needs_key
+    if callable(evaluate):
+        _check_evaluate(evaluate, probe, game)
     options = jit_options(probe)  # the solver's XLA options for this backend
     if needs_key and init_scale > 0:
         raise ValueError(

@@ -310,8 +310,14 @@ def infoset_table(game: Game, table: jax.Array) -> jax.Array:
     is scattered into ``[I, A]``; any 2-D table (``[I, A]``, or ``[J, A]`` keyed by an
     abstraction) is returned as it is. One state's table: ``jax.vmap`` it for a batch."""
     check_game(game)
-    if table.ndim != 1:
+    if table.ndim == 2 and table.shape[1] == game.num_actions:
         return table
+    if table.ndim != 1:
+        raise ValueError(
+            f"table must be one state's [I, A] (or [J, A]) table of {game.name} "
+            f"(A = {game.num_actions}) or its compact [P_0 + P_1] layout, got shape "
+            f"{tuple(table.shape)} (jax.vmap it for a batch)"
+        )
     size = None
     if game.meta.compact_widths is not None:
         size = compact_size(game, 0) + compact_size(game, 1)

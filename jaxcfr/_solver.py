@@ -228,6 +228,12 @@ def regret_matching(
     ``[A, I]`` layout); illegal actions get 0. ``uniform`` (``game.legal_uniform``, in the
     same layout) is the fallback, computed from the mask when not given.
     """
+    for name, x in (("legal_mask", legal_mask), ("uniform", uniform)):
+        if x is not None and tuple(np.shape(x)) != tuple(np.shape(regrets)):
+            raise ValueError(
+                f"regret_matching: {name} has shape {tuple(np.shape(x))}, expected the "
+                f"shape of regrets {tuple(np.shape(regrets))} (e.g. game.legal_mask [I, A])"
+            )
     positive = jnp.where(regrets > tolerance, regrets, jnp.zeros((), regrets.dtype))
     return normalize_rows(positive, legal_mask, uniform, axis=axis)
 
@@ -386,6 +392,23 @@ def _full_rows(game: Game, table: jax.Array) -> jax.Array:
     return table[game.abstract_infoset]
 
 
+def check_solver_state(state, field: str, fn: str) -> None:
+    """Raise ``ValueError`` unless ``state`` is a solver state holding ``field`` (a
+    policy, a ``RunResult`` or a number passed instead gets a message saying what to
+    pass)."""
+    if hasattr(state, field):
+        return
+    hint = ""
+    if hasattr(state, "nash_conv") and hasattr(state, "state"):
+        hint = f"; for a RunResult pass result.state (jax.vmap({fn}, (None, 0)) for the batch)"
+    elif isinstance(state, (jax.Array, np.ndarray)):
+        hint = "; a policy array is already a policy (evaluate it with jaxcfr.exploitability)"
+    raise ValueError(
+        f"state must be a solver state with a {field} table (from a solver's init / "
+        f"update, e.g. jaxcfr.cfr().init(game)), got {type(state).__name__}{hint}"
+    )
+
+
 def average_policy(game: Game, state) -> jax.Array:
     """The average policy ``[I, A]`` (normalized ``strategy_sum``) of any solver's state.
 
@@ -393,6 +416,7 @@ def average_policy(game: Game, state) -> jax.Array:
     accumulates it (``full_strategy_sum`` [I, A]), else each full infoset gets its
     abstract infoset's average."""
     check_game(game)
+    check_solver_state(state, "strategy_sum", "jaxcfr.average_policy")
     ssum = getattr(state, "full_strategy_sum", None)
     if ssum is None or ssum.shape[0] != game.num_infosets:
         ssum = _full_rows(game, state.strategy_sum)
@@ -403,6 +427,7 @@ def current_policy(game: Game, state) -> jax.Array:
     """The current policy ``[I, A]`` of any solver's state (regret matching on
     ``regrets``, plus the prediction for predictive solvers)."""
     check_game(game)
+    check_solver_state(state, "regrets", "jaxcfr.current_policy")
     regrets = state.regrets
     prediction = getattr(state, "prediction", None)
     if prediction is not None and prediction.shape == regrets.shape:  # [0, A]: unused

@@ -1,4 +1,5 @@
-"""experiments.benchmarks._stats.median_ci: the sign-test confidence interval of a median."""
+"""experiments.benchmarks: the sign-test confidence interval of a median (_stats.median_ci),
+the listing and the --help of the benchmarks."""
 
 import numpy as np
 import pytest
@@ -41,3 +42,35 @@ def test_too_few_values_give_no_interval_and_bad_input_is_named():
         median_ci([1.0, 2.0], confidence=1.5)
     with pytest.raises(ValueError, match="at least one"):
         median_ci([])
+
+
+def test_benchmark_help_states_every_default():
+    """``python -m experiments.benchmarks <name> --help`` gives each option's default:
+    every benchmark builds its parser with ``_cli.Parser``, which appends it."""
+    import pathlib
+
+    from experiments import benchmarks
+    from experiments.benchmarks._cli import Parser
+
+    p = Parser(prog="x")
+    p.add_argument("--games", default="ld,leduc")
+    p.add_argument("--rounds", type=int, default=3, help="A/B rounds")
+    p.add_argument("--seconds", type=float, default=2.0, help="per point (default 2)")
+    p.add_argument("--quick", action="store_true", help="fewer")
+    text = " ".join(p.format_help().split())
+    assert "--games GAMES (default: ld,leduc)" in text
+    assert "A/B rounds (default: 3)" in text
+    assert "per point (default 2)" in text and "(default: 2.0)" not in text
+    assert "fewer (default" not in text
+    folder = pathlib.Path(benchmarks.__file__).parent
+    for name in benchmarks.names():
+        assert "argparse.ArgumentParser(" not in (folder / f"{name}.py").read_text(), name
+
+
+def test_benchmark_listing_gives_whole_first_sentences():
+    from experiments import benchmarks
+
+    for name in benchmarks.names():
+        line = benchmarks.summary(name)
+        assert line.endswith((".", ")", "``")), (name, line)
+    assert "DRP-3" in benchmarks.summary("compile_bytes")

@@ -173,6 +173,68 @@ def test_other_functions_refuse_a_name_instead_of_a_game(kuhn, call):
     _is_type_error(e, "games_tensor.load(name)")
 
 
+def test_play_refuses_zero_matches_and_bad_chunk_sizes(kuhn):
+    """Zero matches is refused (it returned an empty array, and with ``collect`` the
+    weights ``None``); ``chunk_size`` takes NumPy integers like ``num_matches`` does,
+    not ``True``."""
+    rnd = jaxcfr.random_bot()
+    for collect in (None, 0):
+        with pytest.raises(ValueError, match="num_matches must be an integer >= 1"):
+            jaxcfr.play(kuhn, rnd, rnd, 0, 1, KEY, collect=collect)
+    for bad in (0, True, 2.0, "2"):
+        with pytest.raises(ValueError, match="chunk_size"):
+            jaxcfr.play(kuhn, rnd, rnd, 2, 1, KEY, chunk_size=bad)
+    u = jaxcfr.play(kuhn, rnd, rnd, 3, 1, KEY, chunk_size=np.int64(2))
+    np.testing.assert_array_equal(u, jaxcfr.play(kuhn, rnd, rnd, 3, 1, KEY, chunk_size=2))
+
+
+def test_bot_repr_is_its_name_not_four_function_addresses():
+    assert repr(jaxcfr.oos()) == "Bot(oos(ist, d=0.9, e=0.4))"
+    assert "function" not in repr(jaxcfr.ismcts()) and "function" not in repr(jaxcfr.random_bot())
+
+
+def _other_state(g):
+    return jaxcfr.outcome_sampling().init(g)
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [  # each was an AttributeError / a JAX broadcasting error, or returned a value
+        (lambda g: jaxcfr.average_policy(g, g.legal_uniform), "already a policy"),
+        (lambda g: jaxcfr.current_policy(g, g.legal_uniform), "solver state"),
+        (lambda g: jaxcfr.full_game_regret(g, g.legal_uniform), "solver state"),
+        (lambda g: jaxcfr.average_policy(g, jaxcfr.run(jaxcfr.cfr(), g, 1, 1)), "result.state"),
+        (lambda g: jaxcfr.exploitability(g, jaxcfr.cfr().init(g)), "average_policy"),
+        (lambda g: jaxcfr.cfr().update(g, _other_state(g)), "not a full-width CFR state"),
+        (lambda g: jaxcfr.regret_matching(jnp.zeros((3, 2)), jnp.ones((3, 3), bool)), "legal_mask"),
+        (lambda g: jaxcfr.infoset_table(g, jnp.zeros((3, 3))), "table must be"),
+        (lambda g: jaxcfr.view_of(g, 10**6), "history must be"),
+        (lambda g: jaxcfr.view_of(g, -1), "history must be"),
+        (lambda g: jaxcfr.estimate_run_memory(jaxcfr.cfr, g), "build one setting"),
+        (lambda g: jaxcfr.estimate_run_memory("cfr", g), "built jaxcfr Solver"),
+        (lambda g: jaxcfr.search.fixed_random_policy(g, 1.5), "seed"),
+        (lambda g: jaxcfr.search.bytes_per_match(g, jaxcfr.cfr(), jaxcfr.random_bot()), "bot_p1"),
+        (lambda g: jaxcfr.play(g, jaxcfr.oos, jaxcfr.random_bot(), 2, 1, KEY), "call the factory"),
+        (lambda g: jaxcfr.pruning.run_live(jaxcfr.cfr(pruning="total"), g, -1), "iterations"),
+        (lambda g: jaxcfr.cfr().init(g, KEY, scale=-1.0), "scale"),
+        (lambda g: jaxcfr.pruning.space_fraction(g, jaxcfr.cfr().init(g)), "PrunedState"),
+        (lambda g: jaxcfr.pruning.nodes_touched(jaxcfr.cfr().init(g)), "PrunedState"),
+        (lambda g: jaxcfr.pruning.compact_bytes(g, jaxcfr.cfr().init(g)), "PrunedState"),
+        (lambda g: jaxcfr.pruning.tables("kuhn_poker"), "games_tensor.load"),
+        (lambda g: jaxcfr.cfr_plus().init(g, scale=0.5), "needs a key"),
+        (lambda g: gt.uniform_policy("kuhn_poker"), "games_tensor.load"),
+        (lambda g: gt.check_abstraction("kuhn_poker"), "games_tensor.load"),
+        (lambda g: gt.to_tabular_policy("kuhn_poker", g.legal_uniform), "games_tensor.load"),
+        (lambda g: jaxcfr.run(jaxcfr.cfr(), g, 2, 1, devices=jax.devices()[0]), "for one device"),
+        (lambda g: jaxcfr.run(jaxcfr.cfr(), g, 2, 1, evaluate=lambda g, s: s.regrets), "scalar"),
+        (lambda g: jaxcfr.run(jaxcfr.cfr(), g, 2, 1, evaluate=lambda s: 0.0), "evaluate must"),
+    ],
+)
+def test_user_mistakes_are_named(kuhn, call, words):
+    with pytest.raises(ValueError, match=words):
+        call(kuhn)
+
+
 # ------------------------------------------------------------------ progress bar
 def test_progress_bar_is_closed_when_the_run_stops(kuhn, monkeypatch):
     """A run stopped by NonFiniteStateError (and one that completes) closes its bar."""

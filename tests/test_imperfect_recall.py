@@ -210,6 +210,25 @@ def test_full_game_regret_in_the_runner():
     )
 
 
+def test_full_game_regret_of_a_compact_layout_state():
+    """LD(1,1)'s full-width CFR state is kept in the kernel's compact [P_0 + P_1] layout;
+    full_game_regret (and run's evaluate="full_regret") refused it as "abstract". On a
+    perfect-recall game it is the NashConv of the average policy."""
+    from jaxcfr import _sequence_form as sf
+
+    game = gt.load("liars_dice")
+    assert sf.uses_compact(game)
+    solver = jaxcfr.cfr()
+    state = solver.init(game)
+    for _ in range(3):
+        state = solver.update(game, state)
+    assert state.strategy_sum.ndim == 1
+    want = jaxcfr.nash_conv(game, jaxcfr.average_policy(game, state))
+    np.testing.assert_allclose(jaxcfr.full_game_regret(game, state), want, rtol=1e-6)
+    a = jaxcfr.run(solver, game, 4, 2, evaluate="full_regret").nash_conv
+    np.testing.assert_allclose(a, jaxcfr.run(solver, game, 4, 2).nash_conv, rtol=1e-6)
+
+
 def test_chance_sampled_payoffs_are_unbiased():
     from jaxcfr._chance_sampling import sampled_game
 

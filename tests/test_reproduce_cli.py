@@ -25,12 +25,40 @@ def test_key_out_of_range_is_refused(capsys):
     assert "--key" in capsys.readouterr().err
 
 
+def test_help_states_every_default(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: results/reproduce)" in out and "(default: 0)" in out
+    assert "default: the paper's sizes" in out
+
+
+def test_convergence_help_keeps_its_line_continuations():
+    from experiments import convergence_cli
+
+    assert "default.toml \\\n        --out results/default --processes 2" in convergence_cli.__doc__
+
+
 def test_run_target_writes_report_with_header(tmp_path):
     target = Target("test-dummy", "A paper", "Fig. 0", lambda ctx: f"quick={ctx.quick}\n")
     report = _cli.run_target(target, Context(tmp_path / "d", quick=True), ["test-dummy"])
     text = report.read_text()
     assert text.startswith("# A paper: Fig. 0")
     assert "quick mode" in text and "quick=True" in text
+
+
+def test_main_says_which_target_started_before_its_report(tmp_path, monkeypatch, capsys):
+    seen = []
+
+    def body(ctx):
+        seen.append(capsys.readouterr().out)  # what the user saw while the target ran
+        return "body\n"
+
+    target = Target("test-dummy", "A paper", "Fig. 0", body)
+    monkeypatch.setattr(_cli, "targets", lambda: {"test-dummy": target})
+    assert _cli.main(["test-dummy", "--quick", "--out", str(tmp_path)]) == 0
+    assert "[1/1] test-dummy (quick mode, key 0)" in seen[0] and "started" in seen[0]
+    assert "report.md (" in capsys.readouterr().out
 
 
 def test_confidence_intervals_by_hand():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 
 
 def names() -> list[str]:
@@ -18,6 +19,9 @@ def names() -> list[str]:
 
 
 def summary(name: str) -> str:
-    """First line of the benchmark module's docstring."""
+    """First sentence of the benchmark module's docstring (its first paragraph up to the
+    first full stop; a first line that runs on is not cut mid-sentence)."""
     doc = importlib.import_module(f"{__name__}.{name}").__doc__ or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+    para = " ".join(doc.strip().split("\n\n")[0].split())
+    end = re.search(r"\.\s+[A-Z]", para)  # not "et al. 2012"
+    return para if end is None else para[: end.start() + 1]

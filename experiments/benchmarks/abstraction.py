@@ -30,6 +30,7 @@ import numpy as np
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from experiments.benchmarks._stats import median_ci
 from experiments.sizes import format_table
 
@@ -82,7 +83,7 @@ def _load() -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m experiments.benchmarks abstraction",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

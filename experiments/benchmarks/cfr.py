@@ -32,6 +32,7 @@ import numpy as np
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from experiments.catalog import GAMES_MD
 from experiments.sizes import format_table
 
@@ -98,7 +99,7 @@ def measure_openspiel(game_name, algorithm, seconds=2.0, min_iterations=3):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m experiments.benchmarks cfr",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -6,11 +6,11 @@ peaks do not mix.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 
+from experiments.benchmarks._cli import Parser
 from experiments.catalog import GAMES_MD, params_str
 from experiments.sizes import format_table
 
@@ -34,7 +34,7 @@ print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmarks compile")
+    parser = Parser(prog="python -m experiments.benchmarks compile")
     parser.add_argument("--only", default="", help="';'-separated labels to run (default: all)")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(";") if s.strip()}

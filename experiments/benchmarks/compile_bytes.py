@@ -16,13 +16,13 @@ and the 4 GiB the issue allows. Peak RSS does not depend on the machine's load.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 
 import numpy as np
 
+from experiments.benchmarks._cli import Parser
 from experiments.benchmarks.compile import _BASELINE_CHILD
 from experiments.sizes import format_table
 
@@ -70,7 +70,7 @@ def main(argv=None):
     from experiments.reproduce.imperfect_recall import MEMORY_LIMIT_GIB, drp_histories
     from games_tensor._compile import _BYTES_PER_HISTORY
 
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmarks compile_bytes")
+    parser = Parser(prog="python -m experiments.benchmarks compile_bytes")
     parser.add_argument("--only", default="", help="';'-separated labels (default: all)")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(";") if s.strip()}

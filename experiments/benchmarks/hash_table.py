@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import jax
@@ -29,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import games_tensor as gt
+from experiments.benchmarks._cli import Parser
 from experiments.sizes import format_table
 from games_tensor import step
 from jaxcfr._hash_table import fingerprint64, hash_table, table_bytes
@@ -140,7 +140,7 @@ def throughput(capacity: int, batch: int, words: int = 3) -> list:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmarks hash_table")
+    parser = Parser(prog="python -m experiments.benchmarks hash_table")
     parser.add_argument("--games", nargs="*", default=list(SMALL) + list(LARGE))
     parser.add_argument("--capacity", type=int, default=1 << 16)
     parser.add_argument("--skip-timing", action="store_true")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from experiments.benchmarks._ab import in_trees
+from experiments.benchmarks._cli import Parser
 
 _CODE = r"""
 import sys, time, jax, numpy as np, games_tensor as gt, jaxcfr
@@ -38,7 +39,7 @@ for label, name, params in GAMES_MD:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m experiments.benchmarks kernel_ab",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

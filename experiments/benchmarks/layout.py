@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.benchmarks._cli import Parser
 from experiments.sizes import format_table
 from jaxcfr._solver import regret_matching
 
@@ -77,7 +78,7 @@ def cases(n=936, A=3, G=274, R=6):  # Leduc: n = I infosets
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m experiments.benchmarks layout",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

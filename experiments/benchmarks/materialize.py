@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.benchmarks._cli import Parser
 from experiments.sizes import format_table
 from jaxcfr._solver import materialized, sum_actions
 
@@ -32,7 +33,7 @@ VARIANTS = {
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m experiments.benchmarks materialize",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from experiments.sizes import format_table
 from jaxcfr import _prng
 from jaxcfr._solver import jit_options
@@ -271,7 +272,7 @@ def _timed(f, *args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m experiments.benchmarks mccfr",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -19,7 +19,6 @@ loaded by other jobs the CPU-time rate is the steadier one.
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 
@@ -28,6 +27,7 @@ import jax
 import games_tensor as gt
 import jaxcfr
 from experiments.benchmarks._ab import in_trees
+from experiments.benchmarks._cli import Parser
 from experiments.benchmarks.mccfr import _Case
 from experiments.sizes import format_table
 
@@ -129,7 +129,7 @@ def ab(roots, game_name, batch, updates, repeats, rounds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 64, 1024])
     parser.add_argument(

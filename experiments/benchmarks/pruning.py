@@ -38,6 +38,8 @@ import subprocess
 import sys
 import time
 
+from experiments.benchmarks._cli import Parser
+
 CONFIGS = {
     "cfr": ("cfr", None),
     "cfr+total": ("cfr", "total"),
@@ -249,7 +251,7 @@ def child(
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--iterations",
         default="1000,10000",

@@ -35,9 +35,10 @@ player, its average sums when every history lies below a discarded one). Host an
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
+
+from experiments.benchmarks._cli import Parser
 
 
 def _equilibrium(game, spec: str):
@@ -176,7 +177,7 @@ def main(argv=None):
     from experiments.benchmarks.pruning import _parse_game
     from experiments.benchmarks.pruning_live import load
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--equilibrium", default="lp", help="lp | cfr_plus:N | FILE.npz")
     ap.add_argument("--reach-cut", default="0,1e-5", help="comma list: cf reach / chance mass")

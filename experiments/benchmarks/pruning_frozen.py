@@ -32,11 +32,12 @@ the frozen rows' regrets the dense ones, and the sums' largest relative differen
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import time
+
+from experiments.benchmarks._cli import Parser
 
 
 def main(argv=None):
@@ -50,7 +51,7 @@ def main(argv=None):
     from jaxcfr import pruning
     from jaxcfr.pruning import _subgame
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("checkpoint", help="pruning_live .npz state")
     ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--base", default="cfr", choices=("cfr", "cfr_plus"))

@@ -19,10 +19,11 @@ machine); the JSON lines are appended to ``<same>.jsonl``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
+
+from experiments.benchmarks._cli import Parser
 
 
 def checkpoint_stem(directory, game, base, k, threshold, rule="worst_case") -> str:
@@ -62,7 +63,7 @@ def main(argv=None):
     from experiments.benchmarks.pruning import _parse_game
     from jaxcfr import pruning
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--base", default="cfr", choices=("cfr", "cfr_plus"))
     ap.add_argument("--check-every", type=int, default=10)

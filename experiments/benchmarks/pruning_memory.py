@@ -17,8 +17,9 @@ since session 27; ``frozen`` = the rows left out). Host only: nothing is compile
 
 from __future__ import annotations
 
-import argparse
 import json
+
+from experiments.benchmarks._cli import Parser
 
 
 def _mb(x: float) -> str:
@@ -35,7 +36,7 @@ def main(argv=None):
     from experiments.benchmarks.pruning_live import load
     from jaxcfr import pruning
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("checkpoints", nargs="+", help="pruning_live .npz states")
     ap.add_argument("--game", default="leduc5", help="NAME[:key=value,...]")
     ap.add_argument("--base", default="cfr", choices=("cfr", "cfr_plus"))

@@ -13,12 +13,13 @@ Linux only. Wall times are noisy on a loaded machine; the peak RSS is the number
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from experiments.benchmarks._cli import Parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +89,7 @@ def measure(statement: str, limit: int) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit-gib", type=float, default=2.0)
     parser.add_argument("--cases", default=",".join(CASES))
     args = parser.parse_args(argv)

@@ -12,13 +12,12 @@ the state's bytes: the factor behind ``jaxcfr._guards._STATE_FACTOR`` (the estim
 
 from __future__ import annotations
 
-import argparse
-
 import jax
 import jax.numpy as jnp
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from jaxcfr import _guards
 from jaxcfr._runner import _nash_conv_unchecked
 
@@ -45,7 +44,7 @@ def chunk_bytes(solver, game, batch: int, length: int) -> int:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", default="kuhn_poker,leduc_poker,ii_goofspiel,liars_dice")
     parser.add_argument("--solvers", default=",".join(SOLVERS))
     parser.add_argument("--batch", type=int, default=64)

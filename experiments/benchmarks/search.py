@@ -18,7 +18,6 @@ iteration as two trajectories (one per player); we report its trajectories/s.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import time
@@ -29,6 +28,7 @@ import jax.numpy as jnp
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from experiments.benchmarks.search_step import deep_view
 from jaxcfr.search import _table as tbl
 from jaxcfr.search import compiler_options as search_compiler_options
@@ -91,7 +91,7 @@ def _ours(game, bot, batch: int, n: int, view):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="1,512")
     ap.add_argument("--games", default="ld,iigs6,leduc")
     ap.add_argument("--iterations", type=int, default=2000, help="per searcher at B = 1")

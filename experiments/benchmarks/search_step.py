@@ -21,7 +21,6 @@ less; run it at two commits to compare them.
 
 from __future__ import annotations
 
-import argparse
 import re
 import time
 
@@ -31,6 +30,7 @@ import numpy as np
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from jaxcfr.search import _table as tbl
 from jaxcfr.search import compiler_options as search_compiler_options
 
@@ -69,7 +69,7 @@ def deep_view(game, bot: str):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", default="ld,leduc")
     ap.add_argument("--bots", default="uct,rm,pst")
     ap.add_argument("--iterations", type=int, default=2000)

@@ -21,7 +21,6 @@ only waits on the device, so the goal's column is wall it/s / 170k there.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import jax
@@ -30,6 +29,7 @@ import jax.numpy as jnp
 import games_tensor as gt
 import games_tensor.step as gs
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from jaxcfr import _sampling as smp
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
@@ -89,7 +89,7 @@ def _rate(game, bot, batch: int, n: int, step_form: bool):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="1,256")
     ap.add_argument("--games", default="ld22,iigs13,gp4644")
     ap.add_argument("--iterations", type=int, default=200, help="per searcher")

@@ -30,7 +30,6 @@ itself shares (one compile per bot and game, reused by both seats and all cells)
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -39,6 +38,7 @@ import jax.numpy as jnp
 
 import games_tensor.step as gs
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from experiments.benchmarks.step_bots import GAMES, _first_decision
 from jaxcfr import _sampling as smp
 from jaxcfr.search import _bots, _match
@@ -121,7 +121,7 @@ def _pieces(game, targeting, batch, capacity, wanted):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", default="ld22,iigs13,gp4644")
     ap.add_argument("--pieces", default=",".join(PIECES))
     ap.add_argument("--batch", type=int, default=16, help="matches compiled for (vmap)")

@@ -11,12 +11,12 @@ at once over B = 1, measured in the same run (the reference). Shared machines ar
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import jax
 import numpy as np
 
+from experiments.benchmarks._cli import Parser
 from experiments.sizes import format_table
 from games_tensor import step
 
@@ -40,7 +40,7 @@ def measure(label: str, batch: int, repeat: int) -> tuple[float, float]:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmarks step_games")
+    parser = Parser(prog="python -m experiments.benchmarks step_games")
     parser.add_argument("--batch", type=int, nargs="*", default=[1, 256])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)

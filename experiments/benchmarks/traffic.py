@@ -30,6 +30,7 @@ import numpy as np
 
 import games_tensor as gt
 import jaxcfr
+from experiments.benchmarks._cli import Parser
 from experiments.catalog import GAMES_MD
 from experiments.sizes import format_table
 
@@ -99,7 +100,7 @@ def update_rate(solver, game, length: int, repeats: int = 3) -> tuple[float, flo
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m experiments.benchmarks traffic",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

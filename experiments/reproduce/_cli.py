@@ -51,9 +51,22 @@ def main(argv=None) -> int:
     )
     parser.add_argument("targets", nargs="*", help="target names, or 'all' (see --list)")
     parser.add_argument("--list", action="store_true", help="list the targets and exit")
-    parser.add_argument("--quick", action="store_true", help="fewer seeds/matches: minutes")
-    parser.add_argument("--out", default="results/reproduce", help="parent folder of the outputs")
-    parser.add_argument("--key", type=int, default=0, help="base PRNG seed (0 <= key < 2**32)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer seeds, matches and iterations: minutes per target (default: the "
+        "paper's sizes, hours to days; docs/reproduction.md gives each target's times)",
+    )
+    parser.add_argument(
+        "--out",
+        default="results/reproduce",
+        help="parent folder of the outputs, OUT/<target>/report.md; the oos-*, smooth-uct-* "
+        "and imperfect-recall-* targets keep finished cells / curves there and a rerun "
+        "resumes them (rbp-* start over) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--key", type=int, default=0, help="base PRNG seed, 0 <= key < 2**32 (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     found = targets()
     if args.list or not args.targets:
@@ -70,8 +83,16 @@ def main(argv=None) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         parser.error(f"--out {out} exists and is not a folder")
-    for name in names:
+    for i, name in enumerate(names):
         ctx = Context(out=out / name, quick=args.quick, key=args.key)
+        mode = "quick" if args.quick else "full"
+        # a target may run for minutes (quick) to hours (full) before its report: say so
+        print(
+            f"[{i + 1}/{len(names)}] {name} ({mode} mode, key {args.key}) -> {ctx.out}: started "
+            f"{time.strftime('%H:%M:%S')}; docs/reproduction.md gives its usual time",
+            flush=True,
+        )
+        start = time.perf_counter()
         report = run_target(found[name], ctx, argv)
-        print(f"{name}: {report}", flush=True)
+        print(f"{name}: {report} ({time.perf_counter() - start:.0f} s)", flush=True)
     return 0

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from games_tensor import Game
+from jaxcfr.pruning._solver import check_pruned_state
 from jaxcfr.pruning._subgame import dead_infosets
 
 
@@ -48,6 +49,7 @@ def compact_bytes(game: Game, state) -> dict:
     only), ``unpruned`` (2 x I x A x itemsize), ``unpruned_legal`` (2 x legal pairs),
     ``dense`` (every array of ``state``), and the row counts ``live_rows``,
     ``average_rows``, ``plan_rows``."""
+    check_pruned_state(state, ("pruned", "discarded"))
     pruned = np.asarray(state.pruned, bool)
     if pruned.ndim != 2 or pruned.shape != (game.num_infosets, game.num_actions):
         raise ValueError(

@@ -106,6 +106,7 @@ from jaxcfr._solver import (
     Solver,
     builtin_cache_key,
     check_bool,
+    check_game,
     check_number,
     check_state,
     normalize_rows,
@@ -160,8 +161,18 @@ class PrunedState(NamedTuple):
     nodes_last: jax.Array
 
 
+def check_pruned_state(state, fields=("pruned",)) -> None:
+    """Raise ``ValueError`` unless ``state`` is a :class:`PrunedState` (holds ``fields``)."""
+    if not all(hasattr(state, f) for f in fields):
+        raise ValueError(
+            f"state must be a PrunedState (from a solver built with pruning=..., e.g. "
+            f"jaxcfr.cfr(pruning='total')), got {type(state).__name__}"
+        )
+
+
 def nodes_touched(state) -> np.ndarray:
     """Cumulative nodes touched (float64, any batch shape) of a :class:`PrunedState`."""
+    check_pruned_state(state, ("nodes_hi", "nodes_lo"))
     hi = np.asarray(state.nodes_hi, dtype=np.float64)
     return hi * float(1 << _LO_BITS) + np.asarray(state.nodes_lo, dtype=np.float64)
 
@@ -183,6 +194,7 @@ def space_fraction(game: Game, state, count: str = "own") -> np.ndarray:
     below the opponent's pruned / discarded sequences; not a freeing of average sums).
     """
     _check_count(count)
+    check_pruned_state(state, ("stored", "pruned", "discarded"))
     total = 2 * tables(game).num_legal
     if count == "own":
         stored = np.asarray(state.stored, dtype=np.float64)
@@ -214,6 +226,8 @@ def stored_entries(game: Game, state, count: str = "own") -> jax.Array:
       7-10x less space.
     """
     _check_count(count)
+    check_game(game)
+    check_pruned_state(state, ("pruned", "discarded"))
     pruned, discarded = jnp.asarray(state.pruned), jnp.asarray(state.discarded)
     if count == "both":
         return _both_entries(game, pruned[None], discarded[None])[0]

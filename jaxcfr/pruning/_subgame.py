@@ -858,7 +858,11 @@ def run_live(
     k = hp.get("check_every", 1)
     if hp.get("pruning") != "total":
         raise ValueError(f"run_live runs Total RBP only, got pruning={hp.get('pruning')!r}")
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
+    if (
+        isinstance(iterations, bool)
+        or not isinstance(iterations, (int, np.integer))
+        or iterations < 0
+    ):
         raise ValueError(f"iterations must be an integer >= 0, got {iterations!r}")
     if not (isinstance(shrink, (int, float)) and shrink >= 1):
         raise ValueError(f"shrink must be a number >= 1, got {shrink!r}")

@@ -27,6 +27,7 @@ import dataclasses
 import numpy as np
 
 from games_tensor import TERMINAL, Game
+from jaxcfr._solver import check_game
 
 _CACHE: dict = {}
 
@@ -59,6 +60,7 @@ def _host_node_infoset(game: Game) -> np.ndarray:
 
 def tables(game: Game) -> PruningTables:
     """The pruning tables of ``game`` (cached by its tree's identity)."""
+    check_game(game)
     m = game.meta  # the tree only: a compacted payoff list (_compact) shares the tables
     key = (m.name, m.params, m.fingerprint, m.num_histories, m.num_infosets, m.num_actions)
     if key not in _CACHE:

@@ -34,10 +34,20 @@ from jaxcfr.search import _table as tbl
 
 
 class Bot(NamedTuple):
-    """A search bot: ``(init, search, policy, strategy)`` pure functions and its name.
+    """A search bot: ``(init, search, policy, strategy)`` pure functions and its name,
+    built by :func:`jaxcfr.oos`, :func:`jaxcfr.ismcts` or :func:`jaxcfr.random_bot`.
+
+    * ``init(game) -> state``: empty tables (fixed shapes; R rows, one per infoset or,
+      on a step-form game, ``capacity`` hash slots).
+    * ``search(game, state, view, key, num_iterations) -> state``: ``num_iterations``
+      (a Python int >= 0; static under ``jit``) simulations from what ``view`` (a
+      :class:`View`) knows, drawing chance and the unseen history from ``key``.
+    * ``policy(game, state, view) -> [A]``: the move distribution at ``view``'s infoset.
+    * ``strategy(game, state) -> (weights [R, A], in_memory [R])``: the whole table.
 
     ``play`` samples each move from ``policy``; ISMCTS-UCT's policy is one-hot on the
-    most-visited action, so its moves are deterministic.
+    most-visited action, so its moves are deterministic. Unbatched: ``jax.vmap`` the
+    functions over searchers. ``repr`` is the bot's name and settings.
     """
 
     init: Callable[..., Any]
@@ -45,6 +55,9 @@ class Bot(NamedTuple):
     policy: Callable[..., Any]
     strategy: Callable[..., Any]
     name: str = "bot"
+
+    def __repr__(self) -> str:
+        return f"Bot({self.name})"
 
 
 class View(NamedTuple):
@@ -89,8 +102,18 @@ def compiler_options(game) -> dict | None:
 
 def view_of(game: Game, history) -> View:
     """The acting player's :class:`View` at history (node id) ``history``: what the
-    match engine hands to a bot. The history itself is not part of it."""
+    match engine hands to a bot. The history itself is not part of it.
+
+    ``history``: an int node id in ``[0, H)`` (or an int array of them; traced ids are
+    not range-checked); ``ValueError`` for one outside the game's tree."""
     check_game(game)
+    if not isinstance(history, jax.core.Tracer):
+        h = np.asarray(history)
+        n = game.node_player.shape[0]
+        if not np.issubdtype(h.dtype, np.integer) or ((h < 0) | (h >= n)).any():
+            raise ValueError(
+                f"history must be integer node ids in [0, {n}) of {game.name}, got {history!r:.80}"
+            )
     h = jnp.asarray(history, jnp.int32)
     return View(game.node_player[h], game.node_infoset[h], game.node_public_state[h])
 
@@ -220,7 +243,8 @@ def fixed_random_policy(game: Game, seed: int = 0) -> jax.Array:
     """``[I, A]`` one-hot on a legal action drawn uniformly per infoset from ``seed``:
     the root-convergence protocol's play outside the tree, shared by all algorithms."""
     check_game(game)
-    rng = np.random.default_rng(seed)
+    check_count("seed", seed, 0)
+    rng = np.random.default_rng(int(seed))
     mask = game.meta.host["legal_mask"]
     score = rng.random(mask.shape) * mask
     pick = np.argmax(score, axis=1)

@@ -326,8 +326,23 @@ def _chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
     return game.node_utility[h], acc
 
 
+def _check_bots(bot_p1, bot_p2) -> None:
+    for name, b in (("bot_p1", bot_p1), ("bot_p2", bot_p2)):
+        if not isinstance(b, _bots.Bot):
+            hint = (
+                " (call the factory: jaxcfr.oos())"
+                if callable(b) and not hasattr(b, "init")
+                else ""
+            )
+            raise ValueError(
+                f"{name} must be a Bot (jaxcfr.oos(), ismcts(), random_bot()), got "
+                f"{type(b).__name__} {b!r:.60}{hint}"
+            )
+
+
 def bytes_per_match(game: Game, bot_p1: _bots.Bot, bot_p2: _bots.Bot) -> int:
     """Bytes of both bots' states for one match."""
+    _check_bots(bot_p1, bot_p2)
     return sum(tbl.bytes_per_state(jax.eval_shape(b.init, game)) for b in (bot_p1, bot_p2))
 
 
@@ -383,20 +398,27 @@ def play(
             f"collect={collect!r} is not supported for step-form games (no infoset ids to "
             "aggregate over); use collect=None"
         )
-    for name, v in (("num_matches", num_matches), ("iterations_per_move", iterations_per_move)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
-            raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-    for name, b in (("bot_p1", bot_p1), ("bot_p2", bot_p2)):
-        if not isinstance(b, _bots.Bot):
-            raise ValueError(f"{name} must be a Bot (jaxcfr.oos(), ismcts(), random_bot())")
+    for name, v, lo in (
+        ("num_matches", num_matches, 1),
+        ("iterations_per_move", iterations_per_move, 0),
+    ):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) or v < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    _check_bots(bot_p1, bot_p2)
+    for b in (bot_p1, bot_p2):
         b.init(game)  # host-side tables (target sets, level layout) before tracing
     if collect is not None:
         tbl.infoset_forest(game)  # host-side, for at_or_below inside the trace
     per_match = max(bytes_per_match(game, bot_p1, bot_p2), 1)
     if chunk_size is None:
         chunk_size = int(max(1, min(512, default_chunk_bytes() // per_match)))
-    if not isinstance(chunk_size, int) or chunk_size < 1:
+    if (
+        not isinstance(chunk_size, (int, np.integer))
+        or isinstance(chunk_size, (bool, np.bool_))
+        or chunk_size < 1
+    ):
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    chunk_size = int(chunk_size)
     out, total, refused = [], None, []
     for start in range(0, num_matches, chunk_size):
         used = min(chunk_size, num_matches - start)
@@ -412,8 +434,8 @@ def play(
             res, ref = res
             refused.append(ref[:used])
         out.append(res[:used])
-    utilities = jnp.concatenate(out) if out else jnp.zeros((0,), tbl.float_type(game))
+    utilities = jnp.concatenate(out)
     if step_form:
-        refusals = jnp.concatenate(refused) if refused else jnp.zeros((0, 2), jnp.int32)
+        refusals = jnp.concatenate(refused)
         return utilities, refusals
     return utilities if collect is None else (utilities, total)

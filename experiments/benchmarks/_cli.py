@@ -1,0 +1,26 @@
+"""The benchmarks' argument parser: every option's default in ``--help``.
+
+``Parser`` is ``argparse.ArgumentParser`` whose options state their default in their
+help text (appended as ``(default: ...)`` where the text does not mention one; an option
+without a help text gets just that), so ``python -m experiments.benchmarks <name> --help``
+says what a bare run measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` stating each option's default in ``--help``."""
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        default = action.default
+        shown = action.option_strings and default not in (None, False, argparse.SUPPRESS)
+        if shown and isinstance(action, argparse._StoreTrueAction):
+            shown = False
+        text = action.help or ""
+        if shown and "%(default)" not in text and "default" not in text.lower():
+            action.help = f"{text} (default: %(default)s)".strip()
+        return action
