@@ -234,6 +234,34 @@ def compact_positions(layout: dict, seq: np.ndarray, size: int, num_infosets: in
     return pos.astype(np.int32)
 
 
+# Fan-in groups (below) of nearby fan-ins are merged into one padded group where that adds
+# at most GROUP_PAD_FRACTION of the merged group's entries (or GROUP_PAD_CELLS cells): each
+# group is one more kernel per payoff pass, and II-Goofspiel(6) has 40 fan-ins per
+# player, 21 of them with fewer than 250 sequences. II-GS(6): 9 groups per player, 18%
+# more cells; its jitted exploitability's first call (trace + compile) 16 -> 4-5 CPU-s,
+# and 6-8% less CPU per call interleaved in one process (unresolved across processes at
+# load 11-19; session 28, /tmp runs reported to the lead).
+GROUP_PAD_FRACTION = 0.25
+GROUP_PAD_CELLS = 4096
+
+
+def _merged_fanins(count: np.ndarray) -> list[tuple[int, list[int]]]:
+    """The fan-ins ``K > 0`` present in ``count`` (entries per own sequence) merged, by
+    increasing ``K``, into groups ``(K_max, [K, ...])`` padded to their largest fan-in."""
+    fans = np.unique(count[count > 0])
+    n = np.bincount(count, minlength=fans.max() + 1 if fans.size else 1)
+    out = []  # (K_max, fan-ins, entries, sequences)
+    for K in fans.tolist():
+        if out:
+            _, ks, real, cols = out[-1]
+            real, cols = real + K * n[K], cols + n[K]
+            if K * cols - real <= max(GROUP_PAD_CELLS, GROUP_PAD_FRACTION * real):
+                out[-1] = (K, ks + [K], real, cols)
+                continue
+        out.append((K, [K], K * n[K], n[K]))
+    return [(K, ks) for K, ks, _, _ in out]
+
+
 def fanin_groups(own: np.ndarray, opp: np.ndarray, payoff: np.ndarray, size: int, opp_size: int):
     """The payoff entries of one player grouped by the fan-in of their own sequence, so
     that the terminal values ``g(s) = sum_{z: own(z) = s} x_opp(opp(z)) * payoff(z)`` are
@@ -245,7 +273,11 @@ def fanin_groups(own: np.ndarray, opp: np.ndarray, payoff: np.ndarray, size: int
     (already signed for the player). Own sequences with the same fan-in ``K`` (number of
     entries) form one group, a ``[K, n]`` table: column ``j`` lists the entries of the
     group's ``j``-th sequence in their order in ``own`` (a stable sort), so summing the
-    rows in order adds exactly as a sequential segment sum does (the same bits).
+    rows in order adds exactly as a sequential segment sum does (the same bits). Groups of
+    nearby fan-ins are merged (:func:`_merged_fanins`): a column then lists its sequence's
+    entries and below them padding cells that read the zero placed after the opponent's
+    plan (position ``(2 if unit else 1) * (opp_size + 2)``, payoff 0), and adding ``+0``
+    to a sum that starts from ``0 +`` leaves its bits.
 
     Unit payoffs (every entry -1, 0 or 1, as in II-Goofspiel): the zero entries are
     dropped and a -1 entry's opponent position is moved by ``opp_size + 2``, into a negated
@@ -274,9 +306,13 @@ def fanin_groups(own: np.ndarray, opp: np.ndarray, payoff: np.ndarray, size: int
     shapes, opps, pays = [], [], []
     slot = np.zeros(size + 1, np.int64)
     placed = 0
-    for K in np.unique(count[count > 0]):
-        seqs = np.nonzero(count == K)[0]
-        cells = first[seqs][None, :] + np.arange(K)[:, None]  # [K, n] entry ids
+    pad = (2 if unit else 1) * (opp_size + 2)  # the zero after the plan (and its copy)
+    opp = np.concatenate([opp, [pad]])
+    payoff = np.concatenate([payoff, [0.0]])
+    for K, fans in _merged_fanins(count):
+        seqs = np.nonzero(np.isin(count, fans))[0]
+        rows = np.arange(K)[:, None]
+        cells = np.where(rows < count[seqs], first[seqs] + rows, own.size)  # [K, n] entry ids
         opps.append(opp[cells].reshape(-1))
         pays.append(payoff[cells].reshape(-1))
         slot[seqs] = placed + np.arange(seqs.size)

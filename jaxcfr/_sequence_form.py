@@ -445,7 +445,9 @@ def _grouped_terminal_values(game: Game, opp_flat: jax.Array, player: int):
     payoff entries is a ``[K, n]`` table of the opponent's positions and signed payoffs,
     summed row after row (one fused loop per group: ``K`` gathers of the opponent's plan,
     products and adds, no scatter and no zero fill); one gather puts the group sums in
-    the own block's order. Rows are summed in the entries' order, so the result has the
+    the own block's order. Groups of nearby fan-ins come merged from the compiler, their
+    shorter columns padded with cells that read a zero appended to the plan (fewer,
+    larger loops). Rows are summed in the entries' order, so the result has the
     bits of the segment sum (unit payoffs: up to the sign of a zero sum, as the zero
     entries are dropped; a cell is then one gather of the plan or its negated copy).
     ``shapes[2]``, the unit flag, is ``game.meta.payoff_groups[2]``."""
@@ -457,6 +459,7 @@ def _grouped_terminal_values(game: Game, opp_flat: jax.Array, player: int):
     unit = shapes[2]
     if unit:  # payoffs -1, 0, 1: a -1 entry reads the negated copy (fanin_groups)
         opp = jnp.concatenate([opp, -opp])
+    opp = jnp.concatenate([opp, jnp.zeros((1,), opp.dtype)])  # read by merged groups' padding
     sums = []
     pos, pay = game.compact_group_opp, game.compact_group_payoff.astype(opp.dtype)
     for K, n in shapes[player]:

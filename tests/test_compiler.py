@@ -359,7 +359,8 @@ def test_fanin_groups(game):
     for each of its own sequences, exactly that sequence's K payoff entries (the
     opponent's compact position and the payoff signed for the owner) in their order in
     the sf list; ``compact_group_slot`` sends every own slot to its sequence's column, or
-    to the zero after the groups when it has no entry. With unit payoffs (-1, 0, 1) the
+    to the zero after the groups when it has no entry; a merged group's shorter columns end
+    in padding cells (the zero after the plan, payoff 0). With unit payoffs (-1, 0, 1) the
     zero entries are dropped and a -1 entry's position points into the negated copy of the
     opponent's plan (``opp_size + 2`` further). Games with payoff blocks carry none."""
     if game.meta.num_payoff_blocks:
@@ -379,10 +380,14 @@ def test_fanin_groups(game):
         opp = _np(game.compact_sf_own1 if p == 0 else game.compact_sf_own0)
         slot = slot_all[slot_start : slot_start + sizes[p] + 1]
         columns = []  # (entries of one own sequence as (opp, payoff) pairs)
+        pad = (2 if unit else 1) * (sizes[1 - p] + 2)  # merged groups' padding: the zero
         for K, n in game.meta.payoff_groups[p]:
             o = opp_all[start : start + K * n].reshape(K, n)
             v = pay_all[start : start + K * n].reshape(K, n)
-            columns += [list(zip(o[:, j], v[:, j], strict=True)) for j in range(n)]
+            for j in range(n):  # a column's entries first, then only padding (payoff 0)
+                real = int(np.argmax(o[:, j] == pad)) if (o[:, j] == pad).any() else K
+                assert (o[real:, j] == pad).all() and (v[real:, j] == 0).all()
+                columns.append(list(zip(o[:real, j], v[:real, j], strict=True)))
             start += K * n
         columns.append([])
         for s in range(sizes[p] + 1):

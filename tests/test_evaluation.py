@@ -303,18 +303,22 @@ def test_invalid_policy_inside_jit_gives_nan_in_either_layout(monkeypatch, compa
     assert np.isfinite(br[4]).all()
 
 
-def test_fanin_groups_give_the_segment_sums_bits():
+@pytest.mark.parametrize("cards", [4, 5])
+def test_fanin_groups_give_the_segment_sums_bits(cards):
     """The exact evaluation's payoff sums by fan-in group (``_sequence_form.own_terminal_values``
     with ``grouped``) equal the segment sum of the CFR update bit for bit (same entries, same
     order of the adds; II-Goofspiel's unit payoffs: a zero's sign may differ, which
-    ``assert_array_equal`` does not see), in the compact layout of II-Goofspiel(4); a
-    chance-sampled copy, whose
+    ``assert_array_equal`` does not see), in the compact layout of II-Goofspiel(4) (one
+    fan-in) and II-Goofspiel(5) (18 fan-ins merged into 3 padded groups,
+    ``games_tensor._table.GROUP_PAD_FRACTION``); a chance-sampled copy, whose
     payoffs differ from the compiled groups, carries none (it takes the segment sum)."""
     from jaxcfr import _chance_sampling
     from jaxcfr import _sequence_form as sf
 
-    game = gt.load("ii_goofspiel", num_cards=4)
+    game = gt.load("ii_goofspiel", num_cards=cards)
     assert sf.uses_groups(game, True)
+    if cards == 5:  # merged groups: a column padded below its entries
+        assert len(game.meta.payoff_groups[0]) < 18
     rng = np.random.default_rng(3)
     for p in (0, 1):
         opp = jnp.asarray(rng.random(sf.compact_size(game, 1 - p)), game.sf_payoff.dtype)
@@ -405,18 +409,19 @@ def test_payoff_blocks_equal_segment_sums(x64, name):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-14)
 
 
-def test_fanin_groups_with_non_unit_payoffs_give_the_entry_sums():
+@pytest.mark.parametrize("cards", [4, 5])
+def test_fanin_groups_with_non_unit_payoffs_give_the_entry_sums(cards):
     """The grouped payoff sums' general branch (payoffs other than -1, 0, 1: a product
     per cell). No registered game without payoff blocks has such payoffs, so II-GS(4)'s
-    groups are rebuilt from its payoffs times 2.5 (``fanin_groups`` on the compact
-    positions, as the compiler does) and the sums are checked against a plain
-    ``np.add.at`` over the scaled entries, in float64."""
+    and II-GS(5)'s (merged, padded groups) groups are rebuilt from their payoffs times 2.5
+    (``fanin_groups`` on the compact positions, as the compiler does) and the sums are
+    checked against a plain ``np.add.at`` over the scaled entries, in float64."""
     import dataclasses
 
     from games_tensor._table import fanin_groups
     from jaxcfr import _sequence_form as sf
 
-    game = gt.load("ii_goofspiel", num_cards=4)
+    game = gt.load("ii_goofspiel", num_cards=cards)
     own = [np.asarray(game.compact_sf_own0), np.asarray(game.compact_sf_own1)]
     size = [sf.compact_size(game, p) for p in (0, 1)]
     payoff = 2.5 * np.asarray(game.meta.host["sf_payoff"], np.float64)
