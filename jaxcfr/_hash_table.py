@@ -23,8 +23,9 @@ Python-side dictionary, as pure functions over a NamedTuple of fixed-shape array
   on a sparse table one line per probe, where the two ``[P]`` windows of separate
   fingerprint and row arrays were 3-5 (docs/large_games.md, session 27). Session 28:
   the slice and the reductions instead of a 4-index gather, an ``argmax`` gather and a
-  ``[P, 4]`` window padded with placeholders (10 kernels per probe down to about 5):
-  about 1.4x the probes per CPU second at B = 256 on 2^14 slots.
+  ``[P, 4]`` window padded with placeholders: 13 top-level kernels per probe down to
+  10 (II-GS(13) ISMCTS at B = 256) and about 1.4x the probes per CPU second at
+  B = 256 on 2^14 slots (micro-benchmark, docs/large_games.md).
 * A full table is never silent: when the window has no free slot, or all
   ``max_rows`` rows are handed out, the insert is refused (row -1) and the table's
   ``refusals`` counter grows by one.
