@@ -16,11 +16,16 @@ Python-side dictionary, as pure functions over a NamedTuple of fixed-shape array
   free or holds its fingerprint. Slots are never freed, so the key is present iff its
   fingerprint is in the window, and absent once a free slot precedes it.
 * One slot is 4 uint32 words ``(fp[0], fp[1], row + 1, 0)`` (0: free), so a bucket is
-  one 64-byte cache line. A probe gathers the home bucket, then the rest of the window
-  only for keys the home bucket does not settle (neither their fingerprint nor a free
-  slot there); the others re-read their home bucket (the same cache line) and ignore
-  it: on a sparse table one line per probe, where the two ``[P]`` windows of separate
-  fingerprint and row arrays were 3-5 (docs/large_games.md, session 27).
+  one 64-byte cache line. A probe reads the home bucket as one aligned slice and
+  answers from it (found, row, first free slot: reductions, no index gathers); the
+  whole window is read only when some key of the batch is not settled there (neither
+  its fingerprint nor a free slot in the home bucket), under a ``lax.cond`` on CPU:
+  on a sparse table one line per probe, where the two ``[P]`` windows of separate
+  fingerprint and row arrays were 3-5 (docs/large_games.md, session 27). Session 28:
+  the slice and the reductions instead of a 4-index gather, an ``argmax`` gather and a
+  ``[P, 4]`` window padded with placeholders: 13 top-level kernels per probe down to
+  10 (II-GS(13) ISMCTS at B = 256) and about 1.4x the probes per CPU second at
+  B = 256 on 2^14 slots (micro-benchmark, docs/large_games.md).
 * A full table is never silent: when the window has no free slot, or all
   ``max_rows`` rows are handed out, the insert is refused (row -1) and the table's
   ``refusals`` counter grows by one.
@@ -153,53 +158,63 @@ def hash_table(
             refusals=jnp.zeros((), jnp.int32),
         )
 
-    def _probe(table: HashTable, key: jax.Array):
-        # computed once by a kernel of its own (materialize), not in each gather's kernel
-        fp = materialize(fingerprint(jnp.asarray(key, jnp.uint32)))
-        start = fp[0] & jnp.uint32(mask & ~(head - 1))
-        window = ((start + jnp.arange(probes, dtype=jnp.uint32)) & jnp.uint32(mask)).astype(
-            jnp.int32
-        )
-        seen = table.slots[window[:head]]  # [head, 4]: the home bucket, one line
-        if probes > head:
-            occupied = seen[:, 2] != 0
-            match = occupied & (seen[:, 0] == fp[0]) & (seen[:, 1] == fp[1])
-            settled = jnp.any(match) | ~jnp.all(occupied)
-            # the rest of the window, read as occupied and not matching where settled
-            ignored = jnp.zeros((probes - head, 4), jnp.uint32).at[:, 0].set(~fp[0])
-            ignored = ignored.at[:, 2].set(1)
-
-            def read_rest():
-                # settled keys re-read their home bucket (the same line) and ignore it
-                idx = jnp.where(settled, window[jnp.arange(head, probes) % head], window[head:])
-                return jnp.where(settled, ignored, table.slots[idx])
-
-            if jax.default_backend() == "cpu":
-                # under vmap (batch_all: unbatched) a real branch: not read at all once
-                # every table of the batch settled in its home bucket
-                more = jax.lax.cond(batch_all(settled), lambda: ignored, read_rest)
-            else:
-                # an accelerator fetches a branch predicate to the host on every probe
-                # (step bots on an H100 at B = 256: 15-25% fewer it/s with the branch);
-                # the same values, read unconditionally
-                more = read_rest()
-            seen = jnp.concatenate([seen, more])  # [P, 4]
+    def _scan(seen, fp, first_slot):
+        """``(found, row, free slot)`` of a window ``seen`` [n, 4] whose slot j is
+        ``first_slot + j`` (mod C): reductions only (no argmax gather), so they fuse."""
+        n = seen.shape[0]
         occupied = seen[:, 2] != 0
         match = occupied & (seen[:, 0] == fp[0]) & (seen[:, 1] == fp[1])
         found = jnp.any(match)
-        row = jnp.where(found, seen[jnp.argmax(match), 2].astype(jnp.int32) - 1, -1)
-        return fp, window, occupied, found, row
+        # at most one slot of a window holds a fingerprint (inserts stop at the first)
+        row = jnp.where(found, jnp.max(jnp.where(match, seen[:, 2], 0)).astype(jnp.int32) - 1, -1)
+        j = jnp.min(jnp.where(occupied, n, jnp.arange(n, dtype=jnp.int32)))  # first free
+        free = jnp.where(j < n, (first_slot + j) & mask, capacity)  # C: none
+        return found, row, free, j < n
+
+    def _probe(table: HashTable, key: jax.Array):
+        """``(fp [2], found [], row [] (-1 if absent), free [] the first free slot of
+        the window (C if none))``."""
+        # computed once by a kernel of its own (materialize), not in each gather's kernel
+        fp = materialize(fingerprint(jnp.asarray(key, jnp.uint32)))
+        start = (fp[0] & jnp.uint32(mask & ~(head - 1))).astype(jnp.int32)
+        # the home bucket: one aligned slice of ``head`` slots (one 64-byte line)
+        home = jax.lax.dynamic_slice(table.slots, (start, 0), (head, 4))
+        found, row, free, has_free = _scan(home, fp, start)
+        if probes == head:
+            return fp, found, row, free
+        settled = found | has_free
+
+        def whole():  # the whole window (its home bucket again: the same line)
+            window = (start + jnp.arange(probes, dtype=jnp.int32)) & mask
+            f, r, e, _ = _scan(table.slots[window], fp, start)
+            # settled keys keep their home bucket's answer (the same one, as slots are
+            # never freed: nothing of the key lies past a free slot)
+            return (
+                jnp.where(settled, found, f),
+                jnp.where(settled, row, r),
+                jnp.where(settled, free, e),
+            )
+
+        if jax.default_backend() == "cpu":
+            # under vmap (batch_all: unbatched) a real branch: the rest of the window is
+            # not read at all once every table of the batch settled in its home bucket
+            found, row, free = jax.lax.cond(batch_all(settled), lambda: (found, row, free), whole)
+        else:
+            # an accelerator fetches a branch predicate to the host on every probe
+            # (step bots on an H100 at B = 256: 15-25% fewer it/s with the branch);
+            # the same values, read unconditionally
+            found, row, free = whole()
+        return fp, found, row, free
 
     def lookup(table: HashTable, key: jax.Array):
-        _, _, _, found, row = _probe(table, key)
+        _, found, row, _ = _probe(table, key)
         return row, found
 
     def insert(table: HashTable, key: jax.Array, enabled=True):
-        fp, window, occupied, found, row = _probe(table, key)
-        free = ~occupied
-        insert_now = ~found & jnp.any(free) & (table.size < max_rows) & enabled
+        fp, found, row, free = _probe(table, key)
+        insert_now = ~found & (free < capacity) & (table.size < max_rows) & enabled
         refused = ~found & ~insert_now & enabled
-        slot = jnp.where(insert_now, window[jnp.argmax(free)], capacity)  # C: dropped
+        slot = jnp.where(insert_now, free, capacity)  # C: dropped
         entry = jnp.stack([fp[0], fp[1], (table.size + 1).astype(jnp.uint32), jnp.uint32(0)])
         new = HashTable(
             slots=table.slots.at[slot].set(entry, mode="drop"),

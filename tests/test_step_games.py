@@ -435,10 +435,11 @@ def test_children_completions_count_the_target_histories_below_each_child(name, 
     ],
 )
 def test_children_checks_equal_applying_every_child(name, params):
-    """Liar's Dice and II-Goofspiel check their children's consistency without
-    applying them; it must agree with the base class's apply-every-child definition on
-    enumerated histories (the targets' ancestors and random ones; legal actions and
-    possible outcomes), for random infoset (and public-state) keys."""
+    """Liar's Dice and II-Goofspiel check their children's consistency (Liar's Dice
+    also counts their completions) without applying them; it must agree with the base
+    class's apply-every-child definition on enumerated histories (the targets'
+    ancestors and random ones; legal actions and possible outcomes), for random infoset
+    (and public-state) keys."""
     sg = step.load(name, **params)
     tree = step.enumerate_tree(sg, keep_states=True)
     W = max(sg.num_actions, sg.num_chance_outcomes)
@@ -470,3 +471,11 @@ def test_children_checks_equal_applying_every_child(name, params):
             want = jax.vmap(lambda s, f=slow, k=key: f(sg, s, k, W))(states)
             np.testing.assert_array_equal(np.asarray(got & rows), np.asarray(want & rows))
             assert np.asarray(want & rows).any()
+        if name == "liars_dice":  # its completion counts too, bit for bit
+            key = jnp.asarray(tree.info_key[h])
+            got = jax.vmap(lambda s, k=key: sg.children_completions(s, k, W))(states)
+            want = jax.vmap(lambda s, k=key: base.children_completions(sg, s, k, W))(states)
+            np.testing.assert_array_equal(
+                np.where(rows, np.asarray(got), 0.0), np.where(rows, np.asarray(want), 0.0)
+            )
+            assert (np.where(rows, np.asarray(want), 0.0) > 0).any()

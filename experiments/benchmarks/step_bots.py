@@ -1,12 +1,15 @@
 """Search bots on the step form: OOS and ISMCTS iterations/s on LD(2,2), II-GS(13), GP(4,6,4,4).
 
 ``python -m experiments.benchmarks step_bots [--batches 1,256] [--games ld22,iigs13,gp4644]
-[--iterations 200] [--capacity 16384]``
+[--bots oos,uct] [--iterations 200] [--capacity 16384] [--ply 0]``
 
-For each game and bot (OOS: IST for II-GS, PST otherwise, delta 0.9, epsilon 0.4, as
-the OOS paper's Fig. 4 d-f; ISMCTS-UCT), one jitted call of ``jax.vmap(bot.search)``
-over B independent searchers runs N iterations each from the first decision of
-player 1 (chance outcomes 0 before it), so targeting is exercised; the first call
+For each game and bot (``oos``: IST for II-GS, PST otherwise, delta 0.9, epsilon 0.4,
+as the OOS paper's Fig. 4 d-f; ``uct``: ISMCTS-UCT; ``rm``: ISMCTS-RM), one jitted call
+of ``jax.vmap(bot.search)`` over B independent searchers runs N iterations each from
+the first decision of player 1 (chance outcomes 0 before it), so targeting is
+exercised; ``--ply k``: from the k-th decision after it instead (each decision takes
+the middle legal action, stopping before one that would end the game), a mid-match
+search whose trajectories are forced toward a deep target first; the first call
 (compile + N) is reported apart from the second (steady state); each call donates its
 batch of states (made fresh for it), so no call copies the tables. iterations/s counts
 trajectories summed over the B searchers. Reference measured in the same run: the
@@ -25,11 +28,13 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import games_tensor as gt
 import games_tensor.step as gs
 import jaxcfr
 from experiments.benchmarks._cli import Parser
+from games_tensor._rules import CHANCE
 from jaxcfr import _sampling as smp
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
@@ -52,16 +57,31 @@ def _first_decision(game):
     raise AssertionError("no decision")
 
 
-def _view(game, step_form: bool):
+def _decision(game, ply: int):
+    """State ``ply`` decisions after the first one (each the middle legal action,
+    chance outcomes 0; stops before an action that would end the game)."""
+    s = _first_decision(game)
+    for _ in range(ply):
+        legal = np.nonzero(np.asarray(game.legal_mask(s)))[0]
+        nxt = game.apply(s, int(legal[len(legal) // 2]))
+        while int(game.current_player(nxt)) == CHANCE:
+            nxt = game.apply(nxt, 0)
+        if int(game.current_player(nxt)) < 0:
+            break
+        s = nxt
+    return s
+
+
+def _view(game, step_form: bool, ply: int = 0):
     if step_form:
-        return _bots.step_view_of(game, _first_decision(game))
+        return _bots.step_view_of(game, _decision(game, ply))
     h = 0
     while int(game.node_player[h]) < 0:
         h = int(game.node_children[h, 0])
     return jaxcfr.view_of(game, h)
 
 
-def _rate(game, bot, batch: int, n: int, step_form: bool):
+def _rate(game, bot, batch: int, n: int, step_form: bool, ply: int = 0):
     """(compile seconds, iterations/s summed over the batch, bytes per searcher,
     iterations per CPU second of this process: all threads, so on a shared machine
     the comparable figure)."""
@@ -70,7 +90,7 @@ def _rate(game, bot, batch: int, n: int, step_form: bool):
     def states():  # a fresh batch per call: the call donates it (no copy of the tables)
         return jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
 
-    view = _view(game, step_form)
+    view = _view(game, step_form, ply)
     opts = smp.step_compiler_options() if step_form else {}
     run = jax.jit(
         jax.vmap(bot.search, (None, 0, None, 0, None)),
@@ -94,6 +114,8 @@ def main(argv=None) -> int:
     ap.add_argument("--games", default="ld22,iigs13,gp4644")
     ap.add_argument("--iterations", type=int, default=200, help="per searcher")
     ap.add_argument("--capacity", type=int, default=1 << 14, help="hash-table slots per bot")
+    ap.add_argument("--bots", default="oos,uct", help="oos, uct (ISMCTS-UCT), rm (ISMCTS-RM)")
+    ap.add_argument("--ply", type=int, default=0, help="decisions after the first (mid-match)")
     args = ap.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
     ld11 = gt.load("liars_dice", dice0=1, dice1=1)
@@ -105,15 +127,17 @@ def main(argv=None) -> int:
         label, targeting = GAMES[name]
         gname, params = gs.LARGE_GAMES[label]
         game = gs.load(gname, **params)
-        bots = (
-            ("oos", lambda t=targeting: jaxcfr.oos(t, 0.9, 0.4, capacity=args.capacity)),
-            ("uct", lambda: jaxcfr.ismcts("uct", capacity=args.capacity)),
-        )
+        makers = {
+            "oos": lambda t=targeting: jaxcfr.oos(t, 0.9, 0.4, capacity=args.capacity),
+            "uct": lambda: jaxcfr.ismcts("uct", capacity=args.capacity),
+            "rm": lambda: jaxcfr.ismcts("rm", capacity=args.capacity),
+        }
+        bots = [(kind, makers[kind]) for kind in args.bots.split(",")]
         for kind, make in bots:
             for batch in batches:
-                comp, ips, nbytes, cps = _rate(game, make(), batch, args.iterations, True)
+                comp, ips, nbytes, cps = _rate(game, make(), batch, args.iterations, True, args.ply)
                 ref_t = "ist" if targeting == "ist" else "pst"
-                ref_bot = jaxcfr.oos(ref_t, 0.9, 0.4) if kind == "oos" else jaxcfr.ismcts("uct")
+                ref_bot = jaxcfr.oos(ref_t, 0.9, 0.4) if kind == "oos" else jaxcfr.ismcts(kind)
                 _, ref, _, ref_cps = _rate(ld11, ref_bot, batch, args.iterations, False)
                 rows.append((label, make().name, batch, comp, ips, cps, nbytes, ref_cps))
                 print(

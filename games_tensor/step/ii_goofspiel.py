@@ -36,6 +36,15 @@ class IIGoofspielState(NamedTuple):
     diff: jax.Array  # [] int32: P1's points minus P2's
 
 
+class _HallPairs(NamedTuple):
+    """Pieces of :meth:`IIGoofspielStep._hall` (int32, [n + 1] each)."""
+
+    xs: jax.Array  # x = -1 .. n-1: last card of the low block
+    ys: jax.Array  # y = 0 .. n: first card of the high block
+    by_x: jax.Array  # d[x] + max e[>= x + 2]
+    by_y: jax.Array  # e[y] + max d[<= y - 2]
+
+
 class _CompletionDP(NamedTuple):
     """The counting DP's pieces (:meth:`IIGoofspielStep._completion_dp`)."""
 
@@ -207,24 +216,19 @@ class IIGoofspielStep(StepGame):
         rnd = state.round
         bid = state.phase == 1  # P1 has bid in round s
         # rounds s..T-1 still to play: the opponent's cards in hand must realize the
-        # target's outcomes against its own cards (intervals; greedy by right end)
+        # target's outcomes against its own cards: a tie needs its card, a won round a
+        # card below the own card, a lost one a card above; Hall's condition
+        # (:meth:`_hall`; it replaced a greedy matching loop in session 28)
         fixed = bid & (player == 1)  # round s already has the opponent's card
         todo = (rounds >= rnd) & (rounds < done) & ~((rounds == rnd) & fixed)
         c, o = t["cards"], t["outcomes"]
-        lo = jnp.where(o == WIN, 0, jnp.where(o == LOSS, c + 1, c))
-        hi = jnp.where(o == WIN, c - 1, jnp.where(o == LOSS, n - 1, c))
-        order = jnp.argsort(jnp.where(todo, hi, n) * n + rounds)
-        avail = jnp.where(player == 0, state.hands[1], state.hands[0])
-
-        def greedy(k, c):  # a lax loop, not unrolled: N times less to compile
-            ok, avail = c
-            j = order[k]
-            cand = avail & (rounds >= lo[j]) & (rounds <= hi[j])
-            ok = ok & (~todo[j] | jnp.any(cand))
-            take = (rounds == jnp.argmax(cand)) & todo[j]
-            return ok, avail & ~take
-
-        ok, avail = jax.lax.fori_loop(0, n, greedy, (jnp.ones((), bool), avail))
+        hand = jnp.where(player == 0, state.hands[1], state.hands[0])
+        tie_card = jnp.any((rounds[None, :] == c[:, None]) & (todo & (o == TIE))[:, None], axis=0)
+        free = hand & ~tie_card
+        below, above = todo & (o == WIN), todo & (o == LOSS)
+        d, e, pairs, _ = self._hall(free, below, above, c)
+        ok = jnp.all(~tie_card | hand) & (jnp.max(pairs.by_x) <= 0)
+        ok = ok & (jnp.sum(below) + jnp.sum(above) <= jnp.sum(free))
         return self._played_ok(state, target_key) & ok
 
     def consistent_children(self, state, target_key, width):
@@ -254,23 +258,59 @@ class IIGoofspielStep(StepGame):
         below, above = later & (o == WIN), later & (o == LOSS)
         avail = hand[None, :] & (cards[None, :] != cards[:, None])  # [a, card]: hand - a
         ties_ok = jnp.all(~tie_card[None, :] | avail, axis=1)
-        avail = avail & ~tie_card[None, :]
-        xs = jnp.arange(-1, n)  # x: last card of the low block (-1: none)
-        ys = jnp.arange(n + 1)  # y: first card of the high block (n: none)
-        n_below = jnp.sum(below[None, :] & (c[None, :] - 1 <= xs[:, None]), axis=1)  # [n+1]
-        n_above = jnp.sum(above[None, :] & (c[None, :] + 1 >= ys[:, None]), axis=1)  # [n+1]
-        low = jnp.sum(avail[:, None, :] & (cards[None, None, :] <= xs[None, :, None]), axis=2)
-        high = jnp.sum(avail[:, None, :] & (cards[None, None, :] >= ys[None, :, None]), axis=2)
-        need = n_below[None, :, None] + n_above[None, None, :]  # [1, x, y]
-        have = low[:, :, None] + high[:, None, :]  # [a, x, y]
-        split = ys[None, :] > xs[:, None] + 1  # [x, y]
-        hall = jnp.all(~split[None] | (need <= have), axis=(1, 2))
-        total = jnp.sum(below) + jnp.sum(above) <= jnp.sum(avail, axis=1)
+        free = hand & ~tie_card  # [card]: the cards for "below" / "above" rounds (less a)
+        # Hall for child a (card a removed from free): d[x] + e[y] + free[a] [a outside
+        # (x, y)] <= 0 for all x < y - 1 (:meth:`_hall`), as three maxima of O(n^2)
+        # instead of the O(n^3) pairs per child: pairs around a (max d below a + max e
+        # above a), pairs with a <= x (suffix max over x of ``by_x``) and pairs with
+        # y <= a (prefix max over y of ``by_y``). Integers: exact.
+        d, e, pairs, masked_max = self._hall(free, below, above, c)
+        xs, ys, a_col = pairs.xs, pairs.ys, cards[:, None]
+        around = masked_max(xs[None, :] < a_col, d) + masked_max(ys[None, :] > a_col, e)
+        outside = jnp.maximum(
+            masked_max(xs[None, :] >= a_col, pairs.by_x),
+            masked_max(ys[None, :] <= a_col, pairs.by_y),
+        )
+        hall = jnp.maximum(around, outside + free.astype(jnp.int32)) <= 0
+        total = jnp.sum(below) + jnp.sum(above) <= jnp.sum(free) - free
         opp = hand & jnp.where(rnd < done, (out == own_out) & ties_ok & hall & total, rnd == done)
         own = (cards == own_card) & (rnd < done)
         allowed = jnp.where(mover == player, own, opp)
         allowed = self.consistent(state, target_key) & allowed
         return jnp.pad(allowed, (0, max(width - n, 0)))[:width]
+
+    def _hall(self, free, below, above, c):
+        """Hall's condition for assigning the cards ``free`` ([n] bool) one to one to
+        the "below" rounds (a card < the own card ``c``) and "above" rounds (> ``c``)
+        ([n] bool by round): a family's cards are a prefix [0, x] and a suffix [y, n-1],
+        so it holds iff, for all x < y - 1 (x in -1..n-1, y in 0..n),
+        ``d[x] + e[y] <= 0`` with ``d[x] = #below rounds with c - 1 <= x - #free <= x``
+        and ``e[y] = #above rounds with c + 1 >= y - #free >= y``, and the rounds do not
+        outnumber the cards (callers). Returns ``(d [n+1], e [n+1], pairs, masked_max)``:
+        ``pairs.by_x[x] = d[x] + max e[>= x + 2]``, ``pairs.by_y[y] = e[y] + max
+        d[<= y - 2]`` (the pairs from x and up to y), ``masked_max(where [m, n+1],
+        values [n+1]) -> [m]`` a maximum over a mask (empty: below any sum of d, e, 1)."""
+        n = self.num_cards
+        cards = jnp.arange(n)
+        xs = jnp.arange(-1, n)  # x: last card of the low block (-1: none)
+        ys = jnp.arange(n + 1)  # y: first card of the high block (n: none)
+        n_below = jnp.sum(below[None, :] & (c[None, :] - 1 <= xs[:, None]), axis=1)
+        n_above = jnp.sum(above[None, :] & (c[None, :] + 1 >= ys[:, None]), axis=1)
+        low = jnp.sum(free[None, :] & (cards[None, :] <= xs[:, None]), axis=1)
+        high = jnp.sum(free[None, :] & (cards[None, :] >= ys[:, None]), axis=1)
+        d, e = n_below - low, n_above - high
+        none = jnp.int32(-4 * n - 4)
+
+        def masked_max(where, values):
+            return jnp.max(jnp.where(where, values[None, :], none), axis=1)
+
+        pairs = _HallPairs(
+            xs=xs,
+            ys=ys,
+            by_x=d + masked_max(ys[None, :] >= xs[:, None] + 2, e),
+            by_y=e + masked_max(xs[None, :] <= ys[:, None] - 2, d),
+        )
+        return d, e, pairs, masked_max
 
     def num_completions(self, state, target_key):
         # The target's histories differ in the opponent's cards. Below a consistent
@@ -312,15 +352,16 @@ class IIGoofspielStep(StepGame):
         def forward(f, x):  # emits F_x too
             return dp.forward(f, x)[0], f
 
-        def backward(g, x):  # g = G_{x+1} -> G_x = M_x^T G_{x+1}; emits G_{x+1}
+        def backward(g, xf):  # g = G_{x+1} -> G_x = M_x^T G_{x+1}; emits <G_{x+1}, M'_x F_x>
+            x, f = xf
             h = g * dp.pick[x][:, None]
             up = jnp.concatenate([h[1:], zero_row], axis=0)
             right = jnp.concatenate([(h * dp.serve[x][None, :])[:, 1:], zero_col], axis=1)
-            return h + jnp.where(dp.avail[x], up + right, 0.0), g
+            return h + jnp.where(dp.avail[x], up + right, 0.0), jnp.sum(h * f)
 
         f_end, fs = jax.lax.scan(forward, dp.start, rounds)  # fs[x] = F_x
-        _, gs = jax.lax.scan(backward, dp.hit, rounds, reverse=True)  # gs[x] = G_{x+1}
-        without = jnp.sum(gs * dp.pick[:, :, None] * fs, axis=(1, 2))  # [a]: card a removed
+        # [a]: card a removed, each child's count reduced as the backward pass reaches it
+        _, without = jax.lax.scan(backward, dp.hit, (rounds, fs), reverse=True)
         # the opponent's card a (its round-s outcome must be the key's, except P1's bid
         # in a P2 target's own round T; a P2 target's round-T bid is open below s < T)
         own_card, own_out = dp.cards[dp.r], dp.outcomes[dp.r]

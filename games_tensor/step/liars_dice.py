@@ -196,22 +196,77 @@ class LiarsDiceStep(StepGame):
         # own dice still to roll: any order of the key's dice not rolled yet
         # (multinomial); the opponent's dice still to roll: any faces (F^m); the bids
         # are fixed by the key
+        c = self._counting(state, target_key)
+        count = self._count(c["need"], c["have"], c["opp_left"])
+        return jnp.where(self.consistent(state, target_key), count, 0.0)
+
+    def children_completions(self, state, target_key, width):
+        # num_completions of every child without applying them (the same arithmetic on
+        # the children's die counts): a die of the target's player adds its face to
+        # the own counts, a die of the opponent leaves one opponent die less to roll;
+        # a bid keeps the dice and must be the key's next bid (so its bids are the
+        # key's up to it); liar ends the game (0). Meaningless slots (faces beyond F
+        # at a chance node, illegal bids) get values callers mask.
+        t = self.info_layout.fields_of(target_key)
+        c = self._counting(state, target_key)
+        player, need, have, opp_left = c["player"], c["need"], c["have"], c["opp_left"]
+        slots = jnp.arange(width)
+        faces = jnp.arange(self.faces)
+        # a die: own -> have + e_k (and its check), opponent's -> one die less to roll
+        owner = (state.rolled >= self.dice0).astype(jnp.int32)
+        own_die = owner == player
+        have_k = have[None, :] + ((slots[:, None] == faces[None, :]) & own_die)  # [width, F]
+        opp_k = opp_left - (~own_die).astype(opp_left.dtype)
+        roll = jnp.where(
+            jnp.all(have_k <= need[None, :], axis=1) & c["bids_ok"],
+            self._count(need[None, :], have_k, opp_k),
+            0.0,
+        )
+        # a bid k: the state's bids plus k must be the key's bids up to k
+        bid_k = slots[:, None] == jnp.arange(self.num_bids)[None, :]  # [width, NB]
+        upto_k = jnp.arange(self.num_bids)[None, :] <= slots[:, None]
+        key_bids = t["bids"].astype(bool)[None, :]
+        bids_ok_k = jnp.all((state.bids[None, :] | bid_k) == (key_bids & upto_k), axis=1)
+        count = self._count(need, have, opp_left)
+        bid = jnp.where(bids_ok_k & c["dice_ok"] & (slots < self.num_bids), count, 0.0)
+        chance = state.rolled < self.num_dice
+        out = jnp.where(chance, roll, bid)
+        return jnp.where(state.called, 0.0, out).astype(float_dtype())
+
+    def _counting(self, state, target_key):
+        """The pieces of :meth:`num_completions`: the target's player, its die counts
+        by face in the key (need) and rolled so far (have), the opponent's dice still
+        to roll, and the checks of :meth:`consistent` on the dice and on the bids."""
         t = self.info_layout.fields_of(target_key)
         player = t["player"][0]
         faces = jnp.arange(1, self.faces + 1)
         own = self._own_dice(state, player)
         have = jnp.sum(own[:, None] == faces[None, :], axis=0)
         need = jnp.sum(t["dice"][:, None] == faces[None, :], axis=0)
+        rolled0 = jnp.minimum(state.rolled, self.dice0)
+        rolled1 = state.rolled - rolled0
+        opp_left = jnp.where(player == 0, self.dice1 - rolled1, self.dice0 - rolled0)
+        upto = jnp.arange(self.num_bids) <= state.last_bid
+        bids_ok = jnp.all(state.bids == (t["bids"].astype(bool) & upto))
+        return dict(
+            player=player,
+            need=need,
+            have=have,
+            opp_left=opp_left,
+            dice_ok=jnp.all(have <= need),
+            bids_ok=bids_ok,
+        )
+
+    def _count(self, need, have, opp_left):
+        """Histories completing die counts ``have`` to ``need`` ([..., F]) with
+        ``opp_left`` ([...]) opponent dice to roll: multinomial(left) * F^opp_left."""
         left = jnp.maximum(need - have, 0)
         fact = jnp.asarray(
             np.cumprod(np.concatenate([[1.0], np.arange(1, self.num_dice + 1)])), float_dtype()
         )
-        orders = fact[jnp.sum(left)] / jnp.prod(fact[left])
-        rolled0 = jnp.minimum(state.rolled, self.dice0)
-        rolled1 = state.rolled - rolled0
-        opp_left = jnp.where(player == 0, self.dice1 - rolled1, self.dice0 - rolled0)
+        orders = fact[jnp.sum(left, axis=-1)] / jnp.prod(fact[left], axis=-1)
         free = jnp.asarray(float(self.faces), float_dtype()) ** opp_left
-        return jnp.where(self.consistent(state, target_key), orders * free, 0.0)
+        return orders * free
 
     def public_consistent(self, state, target_public_key):
         t = self.public_layout.fields_of(target_public_key)
