@@ -136,11 +136,19 @@ def prefix_sums(probs: jax.Array) -> jax.Array:
     K up to 36, float32 and float64, 512 rows). A 0/1 matrix product ``probs @ T`` (tried
     in session 27, 5x cheaper per draw) broke both on XLA:CPU at some widths (float32 K =
     20, 36; float64 K = 13): its dot kernel blocks the accumulation, so it was dropped.
+
+    The summed axis i is the operand's *major* one (``[..., i, j]``, reduced over
+    ``-2``): XLA:CPU then runs the K sums of a row side by side along the minor axis j
+    (vectorised, independent adds) instead of one serial chain of K dependent adds per
+    output (reducing the minor axis), the same additions in the same order (0, 1, ...,
+    K - 1; bits unchanged, checked against the minor-axis form at K 6-36, float32 and
+    float64). Session 28: 1.14-1.21x the simulations per CPU-second of the search bots
+    on Liar's Dice at 512 searchers (K = 13).
     """
     K = probs.shape[-1]
-    upto = jnp.arange(K)[:, None] >= jnp.arange(K)[None, :]  # [j, i]: i <= j
+    upto = jnp.arange(K)[:, None] <= jnp.arange(K)[None, :]  # [i, j]: i <= j
     zero = jnp.zeros((), probs.dtype)
-    return jnp.sum(jnp.where(upto, probs[..., None, :], zero), axis=-1)
+    return jnp.sum(jnp.where(upto, probs[..., :, None], zero), axis=-2)
 
 
 def materialize(tree):

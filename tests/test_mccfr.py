@@ -226,6 +226,28 @@ def test_sample_index_never_draws_a_zero_slot(K, dtype, request):
     assert (np.take_along_axis(p, k, axis=1) > 0).all()
 
 
+@pytest.mark.parametrize("K", [2, 6, 13, 20])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_prefix_sums_is_the_sequential_cumsum(K, dtype, request):
+    """``prefix_sums`` adds ``probs[0], probs[1], ...`` in that order, bit for bit the
+    left-to-right running sum (NumPy's ``cumsum`` along the last axis), unbatched and
+    vmapped under the bots' compiler options: the summation order the draws of every
+    sampler depend on (session 28 moved the summed axis to the operand's major one).
+    At K = 36 XLA:CPU sums in another fixed order (some sums differ from the running
+    sum by an ulp), so the widths here stop at 20."""
+    if dtype == "float64":
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(100 + K)
+    p = rng.random((512, K)) ** 3 * 10 ** rng.uniform(-6, 2, (512, 1))
+    p = (p * (rng.random((512, K)) < 0.6)).astype(dtype)
+    want = np.cumsum(p, axis=-1)
+    opts = smp.sampling_compiler_options()
+    f = jax.jit(smp.prefix_sums, compiler_options=opts)
+    vf = jax.jit(jax.vmap(smp.prefix_sums), compiler_options=opts)
+    for got, rows in ((f(p), want), (vf(p), want), (f(p[3])[None], want[3:4])):
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint8), rows.view(np.uint8))
+
+
 # ---------------------------------------------------------------- learning vs OpenSpiel
 LEARNING = [
     ("kuhn_poker", "outcome", 2000),

@@ -174,13 +174,12 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
             player_node = tree = new = reach_new = jnp.zeros((), bool)
             row = jnp.zeros((), jnp.int32)
             p = jnp.zeros((game.num_actions,), dtype)
-        if target is not None:
-            # step form: the distribution once, by a kernel of its own (materialize);
-            # otherwise XLA:CPU fuses its producers (the UCT score, the forced draw's
-            # weights) into the [B, W, W] masked operand of sample_index's cdf and
-            # computes them W times over (II-GS(13) UCT at B = 256: about half the time;
-            # docs/large_games.md, session 27)
-            probs = smp.materialize(probs)
+        # the distribution once, by a kernel of its own (materialize); otherwise
+        # XLA:CPU fuses its producers (the UCT score, the forced draw's weights) into
+        # the [B, W, W] masked operand of sample_index's cdf and computes them W times
+        # over (II-GS(13) UCT at B = 256: about half the time; docs/large_games.md,
+        # session 27; compiled LD(1,1) at B = 512: 1.04-1.06x per CPU-second, session 28)
+        probs = smp.materialize(probs)
         k = smp.sample_index(probs, u[d])
         sigma_k = smp.select(probs, k)
         rec = _Rec(tree | new, row, v.player, k, v.legal, p, sigma_k)

@@ -174,6 +174,7 @@ def _sample(game, tables, state, u, i, targeted, target, inv_w, hyper):
             probs = jnp.where(use_t, masked, base)
         else:
             probs = base
+        probs = smp.materialize(probs)  # once, not W times in the cdf's [B, W, W] operand
         k = smp.sample_index(probs, u[d])
         p_k = jnp.where(terminal, one, smp.select(base, k))
         s2 = c.s2 * p_k
