@@ -240,7 +240,7 @@ def compact_positions(layout: dict, seq: np.ndarray, size: int, num_infosets: in
 # player, 21 of them with fewer than 250 sequences. II-GS(6): 9 groups per player, 18%
 # more cells; its jitted exploitability's first call (trace + compile) 16 -> 4-5 CPU-s,
 # and 6-8% less CPU per call interleaved in one process (unresolved across processes at
-# load 11-19; session 28, /tmp runs reported to the lead).
+# load 11-19; session 28, docs/cfr.md "Exact exploitability").
 GROUP_PAD_FRACTION = 0.25
 GROUP_PAD_CELLS = 4096
 

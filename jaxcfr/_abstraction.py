@@ -381,8 +381,10 @@ def full_game_regret(game: Game, state) -> jax.Array:
 
     Args:
       game: the compiled game (full infosets ``[I, A]``).
-      state: a solver state with an ``[I, A]`` per-full-infoset average: a full-keyed
-        state, or an abstract-keyed one built with ``full_average=True``.
+      state: a solver state with a per-full-infoset average: a full-keyed state (its
+        ``[I, A]`` table, or the kernel's compact ``[P_0 + P_1]`` layout of a full-width
+        CFR state on a large game such as LD(1,1) or II-Goofspiel), or an abstract-keyed
+        one built with ``full_average=True``.
     """
     check_game(game)
     ssum = full_average_sum(game, state)

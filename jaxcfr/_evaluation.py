@@ -458,7 +458,7 @@ def nash_conv(game: Game, policy) -> jax.Array:
     Example::
 
         game = games_tensor.load("kuhn_poker")
-        jaxcfr.nash_conv(game, games_tensor.uniform_policy(game))   # 0.9166667
+        jaxcfr.nash_conv(game, games_tensor.uniform_policy(game))   # 0.9166666 (float32 of 11/12)
     """
     return _evaluate(_nash_conv, game, policy)
 

@@ -140,10 +140,12 @@ def prefix_sums(probs: jax.Array) -> jax.Array:
     The summed axis i is the operand's *major* one (``[..., i, j]``, reduced over
     ``-2``): XLA:CPU then runs the K sums of a row side by side along the minor axis j
     (vectorised, independent adds) instead of one serial chain of K dependent adds per
-    output (reducing the minor axis), the same additions in the same order (0, 1, ...,
-    K - 1; bits unchanged, checked against the minor-axis form at K 6-36, float32 and
-    float64). Session 28: 1.14-1.21x the simulations per CPU-second of the search bots
-    on Liar's Dice at 512 searchers (K = 13).
+    output (reducing the minor axis). Bits unchanged against the minor-axis form (checked
+    at K 6-36, float32 and float64); the order is the sequential running sum's
+    (0, 1, ..., K - 1) up to K = 20 (``test_prefix_sums_is_the_sequential_cumsum``); at
+    K = 36 XLA sums in another fixed order, the same for both forms. Session 28:
+    1.14-1.21x the simulations per CPU-second of the search bots on Liar's Dice at 512
+    searchers (K = 13).
     """
     K = probs.shape[-1]
     upto = jnp.arange(K)[:, None] <= jnp.arange(K)[None, :]  # [i, j]: i <= j

@@ -229,10 +229,17 @@ def regret_matching(
     same layout) is the fallback, computed from the mask when not given.
     """
     for name, x in (("legal_mask", legal_mask), ("uniform", uniform)):
-        if x is not None and tuple(np.shape(x)) != tuple(np.shape(regrets)):
+        if x is None:
+            continue
+        try:  # a mask shared by a batch of regrets broadcasts to their shape
+            fits = np.broadcast_shapes(np.shape(x), np.shape(regrets)) == np.shape(regrets)
+        except ValueError:
+            fits = False
+        if not fits:
             raise ValueError(
-                f"regret_matching: {name} has shape {tuple(np.shape(x))}, expected the "
-                f"shape of regrets {tuple(np.shape(regrets))} (e.g. game.legal_mask [I, A])"
+                f"regret_matching: {name} has shape {tuple(np.shape(x))}, which does not "
+                f"broadcast to the shape of regrets {tuple(np.shape(regrets))} (e.g. "
+                "game.legal_mask [I, A])"
             )
     positive = jnp.where(regrets > tolerance, regrets, jnp.zeros((), regrets.dtype))
     return normalize_rows(positive, legal_mask, uniform, axis=axis)

@@ -57,7 +57,9 @@ def test_benchmark_help_states_every_default():
     p.add_argument("--rounds", type=int, default=3, help="A/B rounds")
     p.add_argument("--seconds", type=float, default=2.0, help="per point (default 2)")
     p.add_argument("--quick", action="store_true", help="fewer")
+    p.add_argument("--ply", type=int, default=0, help="decisions after the first")
     text = " ".join(p.format_help().split())
+    assert "decisions after the first (default: 0)" in text  # 0 == False, still stated
     assert "--games GAMES (default: ld,leduc)" in text
     assert "A/B rounds (default: 3)" in text
     assert "per point (default 2)" in text and "(default: 2.0)" not in text

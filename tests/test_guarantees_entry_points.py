@@ -236,6 +236,18 @@ def test_user_mistakes_are_named(kuhn, call, words):
 
 
 # ------------------------------------------------------------------ progress bar
+def test_regret_matching_takes_a_mask_shared_by_a_batch():
+    """A ``[I, A]`` mask broadcasts over a batch of ``[B, I, A]`` regrets (as before the
+    shape check of session 28); the result is each row's own regret matching."""
+    regrets = jnp.array(
+        [[[1.0, 3.0], [0.0, 0.0], [2.0, -1.0]], [[0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]]
+    )
+    mask = jnp.array([[True, True], [True, True], [True, False]])
+    out = jaxcfr.regret_matching(regrets, mask)
+    want = [[[0.25, 0.75], [0.5, 0.5], [1.0, 0.0]], [[0.0, 1.0], [0.5, 0.5], [1.0, 0.0]]]
+    np.testing.assert_allclose(np.asarray(out), want)
+
+
 def test_progress_bar_is_closed_when_the_run_stops(kuhn, monkeypatch):
     """A run stopped by NonFiniteStateError (and one that completes) closes its bar."""
     tqdm_auto = pytest.importorskip("tqdm.auto")

@@ -483,14 +483,9 @@ def test_opponent_frozen_by_hand():
     assert pruning.layout(game, pruned).frozen == ()  # the default keeps them
 
 
-def test_frozen_catch_up_by_hand():
-    """``_catch_up`` on the layout of :func:`test_opponent_frozen_by_hand`, window sums
-    set by hand: P1's front (J, pass) A_S = 2, A_X = 6; P2's front (empty) A_S = 4,
-    A_X = 8. 'J | pb' has regrets (3, 1): sigma (3/4, 1/4), so S += 2 sigma = (1.5,
-    0.5), X += 6 sigma = (4.5, 1.5); 'K | b' has regrets (0, -2): uniform (1/2, 1/2),
-    S += (2, 2), X += (4, 4). Every other row is left as it was."""
-    from jaxcfr.pruning._subgame import _catch_up
-
+def _kuhn_catch_up_setup():
+    """The layout of :func:`test_opponent_frozen_by_hand` with a master copy and window
+    sums set by hand (see :func:`test_frozen_catch_up_by_hand`)."""
     game = gt.load("kuhn_poker")
     ids = _ids(game)
     pruned = _kuhn_pruned(game)
@@ -512,6 +507,19 @@ def test_frozen_catch_up_by_hand():
         fronts[0][lay.frozen[0]["front"][0]] = v1
         fronts[1][lay.frozen[1]["front"][0]] = v2
         c[acc] = tuple(fronts)
+    return game, lay, master, c, jpb, kb
+
+
+def test_frozen_catch_up_by_hand():
+    """``_catch_up`` on the layout of :func:`test_opponent_frozen_by_hand`, window sums
+    set by hand: P1's front (J, pass) A_S = 2, A_X = 6; P2's front (empty) A_S = 4,
+    A_X = 8. 'J | pb' has regrets (3, 1): sigma (3/4, 1/4), so S += 2 sigma = (1.5,
+    0.5), X += 6 sigma = (4.5, 1.5); 'K | b' has regrets (0, -2): uniform (1/2, 1/2),
+    S += (2, 2), X += (4, 4). Every other row is left as it was."""
+    from jaxcfr.pruning._subgame import _catch_up
+
+    game, lay, master, c, jpb, kb = _kuhn_catch_up_setup()
+    shape = master.regrets.shape
     _catch_up(master, game, lay, c, 0.0)
     want_s = np.full(shape, 10.0)
     want_x = np.full(shape, 20.0)
@@ -521,6 +529,26 @@ def test_frozen_catch_up_by_hand():
     want_x[kb] += (4.0, 4.0)
     np.testing.assert_array_equal(master.strategy_sum, want_s)
     np.testing.assert_array_equal(master.plan_sum, want_x)
+
+
+def test_catch_up_cache_follows_its_inputs():
+    """rho (the frozen rows' plan below their front) is cached on the layout: reused while
+    the frozen rows' regrets, their pruned bits and the tolerance are those it came from,
+    recomputed when one changes. By hand, on :func:`test_frozen_catch_up_by_hand`'s
+    setup (P1's front A_S = 2): 'J | pb' regrets (3, 1) give sigma (3/4, 1/4) at
+    tolerance 0, (1, 0) at tolerance 2 (only 3 > 2); then regrets (0, 5): (0, 1)."""
+    from jaxcfr.pruning._subgame import _catch_up
+
+    game, lay, master, c, jpb, _ = _kuhn_catch_up_setup()
+    steps = [(0.0, None, (1.5, 0.5), 1), (0.0, None, (1.5, 0.5), 1)]
+    steps += [(2.0, None, (2.0, 0.0), 2), (2.0, (0.0, 5.0), (0.0, 2.0), 3)]
+    for tol, regrets, add, computed in steps:
+        if regrets is not None:
+            master.regrets[jpb] = regrets
+        before = master.strategy_sum[jpb].copy()
+        _catch_up(master, game, lay, c, tol)
+        np.testing.assert_array_equal(master.strategy_sum[jpb] - before, add)
+        assert lay.cache["computed"] == computed
 
 
 def _kuhn_stretch_start(solver, game, plus):

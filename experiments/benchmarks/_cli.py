@@ -17,7 +17,10 @@ class Parser(argparse.ArgumentParser):
     def add_argument(self, *args, **kwargs):
         action = super().add_argument(*args, **kwargs)
         default = action.default
-        shown = action.option_strings and default not in (None, False, argparse.SUPPRESS)
+        # by identity: 0 == False, and a default of 0 is worth stating
+        shown = action.option_strings and not any(
+            default is hidden for hidden in (None, False, argparse.SUPPRESS)
+        )
         if shown and isinstance(action, argparse._StoreTrueAction):
             shown = False
         text = action.help or ""

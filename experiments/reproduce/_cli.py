@@ -60,9 +60,10 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--out",
         default="results/reproduce",
-        help="parent folder of the outputs, OUT/<target>/report.md; the oos-*, smooth-uct-* "
-        "and imperfect-recall-* targets keep finished cells / curves there and a rerun "
-        "resumes them (rbp-* start over) (default: %(default)s)",
+        help="parent folder of the outputs, OUT/<target>/report.md; the oos-* (except "
+        "oos-fig3-aggregate), smooth-uct-* and imperfect-recall-* targets keep finished "
+        "cells / curves there and a rerun resumes them (rbp-* and oos-fig3-aggregate start "
+        "over) (default: %(default)s)",
     )
     parser.add_argument(
         "--key", type=int, default=0, help="base PRNG seed, 0 <= key < 2**32 (default: %(default)s)"

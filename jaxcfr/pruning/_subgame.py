@@ -554,13 +554,14 @@ def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: 
     every row outside the sub-game (:func:`_scatter`); rho comes from one jitted call
     over the full game (:func:`_catch_up_fn`: the library's regret matching and plan
     pass, the frozen rows selected by a mask), kept in ``lay.cache`` while the rows'
-    regrets and pruned bits are the ones it was computed from (the key: those bytes;
-    they change only where a check prunes an action of a frozen row); the update is
+    regrets and pruned bits are the ones it was computed from (the key: those bytes, the
+    regret matching's ``tolerance`` and the regrets' dtype; the bytes change only where a
+    check prunes an action of a frozen row); the update is
     one host pass over the frozen rows. Equal to the dense sums up to float rounding
     (one product of sums instead of a sum of products)."""
     if not lay.frozen or all(fz["rows"].size == 0 for fz in lay.frozen):
         return
-    key = b"".join(
+    key = (tolerance, master.regrets.dtype.str) + tuple(
         master.regrets[fz["rows"]].tobytes() + master.pruned[fz["rows"]].tobytes()
         for fz in lay.frozen
     )
@@ -851,7 +852,8 @@ def run_live(
     infosets (:func:`opponent_frozen`: every history below a pruned sequence of the
     opponent; zero cf values while the pruned set stands, so their regrets, V and
     bounds do not change), and after each stretch their average and faced-plan sums
-    are brought up to date in one host pass (:func:`_catch_up`): the same regrets,
+    are brought up to date (:func:`_catch_up`: rho, the frozen rows' fixed plan below
+    their front, from one jitted call cached per layout, then one host pass): the same regrets,
     the same sums up to float rounding. ``stats["frozen_rows"]``: the rows the current
     layout left out that way (``stats["rows"]`` counts the rows it keeps, padded)."""
     hp = dict(solver.hyperparams)

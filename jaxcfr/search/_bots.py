@@ -40,7 +40,8 @@ class Bot(NamedTuple):
     * ``init(game) -> state``: empty tables (fixed shapes; R rows, one per infoset or,
       on a step-form game, ``capacity`` hash slots).
     * ``search(game, state, view, key, num_iterations) -> state``: ``num_iterations``
-      (a Python int >= 0; static under ``jit``) simulations from what ``view`` (a
+      (an integer >= 0: a Python int, or a traced int32 as ``play``'s engine passes;
+      the bound of a ``fori_loop``) simulations from what ``view`` (a
       :class:`View`) knows, drawing chance and the unseen history from ``key``.
     * ``policy(game, state, view) -> [A]``: the move distribution at ``view``'s infoset.
     * ``strategy(game, state) -> (weights [R, A], in_memory [R])``: the whole table.
