@@ -90,7 +90,12 @@ def main(argv=None):
     )
     parser.add_argument("--games", default=";".join(GAMES), help="';'-separated labels")
     parser.add_argument("--algorithm", default="cfr", help="a CFR-family factory of jaxcfr")
-    parser.add_argument("--alternating", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--alternating",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="alternating updates (one player per iteration) or simultaneous",
+    )
     parser.add_argument("--rounds", type=int, default=9, help="timed chunks per variant")
     parser.add_argument(
         "--length", type=int, default=0, help="iterations per chunk (0: from --chunk-cpu)"

@@ -38,8 +38,8 @@ def main(argv=None):
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--actions", type=int, default=13)
-    parser.add_argument("--infosets", type=int, default=12288)
+    parser.add_argument("--actions", type=int, default=13, help="rows A of the [A, n] block")
+    parser.add_argument("--infosets", type=int, default=12288, help="columns n of the [A, n] block")
     args = parser.parse_args(argv)
     A, n, steps = args.actions, args.infosets, 50
     k0, k1 = jax.random.split(jax.random.key(0))

@@ -277,9 +277,9 @@ def main(argv=None):
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--batches", default="1,64,1024")
+    parser.add_argument("--batches", default="1,64,1024", help="','-separated seed batch sizes B")
     parser.add_argument("--seconds", type=float, default=0.5, help="target seconds per timed call")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per cell (best of)")
     parser.add_argument(
         "--os-iterations", type=int, default=100_000, help="OpenSpiel OS iterations per timing"
     )

@@ -130,12 +130,16 @@ def ab(roots, game_name, batch, updates, repeats, rounds):
 
 def main(argv=None):
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
-    parser.add_argument("--batches", nargs="+", type=int, default=[1, 64, 1024])
+    parser.add_argument(
+        "--games", nargs="+", default=["kuhn_poker", "leduc_poker"], help="games_tensor game names"
+    )
+    parser.add_argument(
+        "--batches", nargs="+", type=int, default=[1, 64, 1024], help="independent runs B at once"
+    )
     parser.add_argument(
         "--updates", type=int, default=2**16, help="updates per call, all runs together"
     )
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per cell (best of)")
     parser.add_argument("--roots", help="','-separated source trees: A/B mode (docstring)")
     parser.add_argument("--rounds", type=int, default=3, help="A/B rounds (with --roots)")
     args = parser.parse_args(argv)

@@ -45,10 +45,14 @@ def chunk_bytes(solver, game, batch: int, length: int) -> int:
 
 def main(argv=None) -> None:
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", default="kuhn_poker,leduc_poker,ii_goofspiel,liars_dice")
-    parser.add_argument("--solvers", default=",".join(SOLVERS))
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--length", type=int, default=10)
+    parser.add_argument(
+        "--games",
+        default="kuhn_poker,leduc_poker,ii_goofspiel,liars_dice",
+        help="','-separated games_tensor game names",
+    )
+    parser.add_argument("--solvers", default=",".join(SOLVERS), help="','-separated solver names")
+    parser.add_argument("--batch", type=int, default=64, help="runs B compiled at once")
+    parser.add_argument("--length", type=int, default=10, help="updates per compiled chunk")
     args = parser.parse_args(argv)
     print(f"state factor used by jaxcfr.estimate_run_memory: {_guards._STATE_FACTOR}")
     print("game | solver | state bytes | XLA bytes per run | factor | estimate per run / XLA")

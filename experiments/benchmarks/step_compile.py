@@ -122,8 +122,8 @@ def _pieces(game, targeting, batch, capacity, wanted):
 
 def main(argv=None) -> int:
     ap = Parser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", default="ld22,iigs13,gp4644")
-    ap.add_argument("--pieces", default=",".join(PIECES))
+    ap.add_argument("--games", default="ld22,iigs13,gp4644", help="','-separated step games")
+    ap.add_argument("--pieces", default=",".join(PIECES), help="','-separated pieces to compile")
     ap.add_argument("--batch", type=int, default=16, help="matches compiled for (vmap)")
     ap.add_argument("--capacity", type=int, default=1 << 12, help="hash-table slots per bot")
     args = ap.parse_args(argv)

@@ -41,8 +41,10 @@ def measure(label: str, batch: int, repeat: int) -> tuple[float, float]:
 
 def main(argv=None):
     parser = Parser(prog="python -m experiments.benchmarks step_games")
-    parser.add_argument("--batch", type=int, nargs="*", default=[1, 256])
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument(
+        "--batch", type=int, nargs="*", default=[1, 256], help="playouts B per call"
+    )
+    parser.add_argument("--repeat", type=int, default=20, help="calls per timing")
     args = parser.parse_args(argv)
     rows = []
     for label in GAMES:
