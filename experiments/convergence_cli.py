@@ -168,6 +168,21 @@ def config_from_args(args) -> sc.StudyConfig:
     return sc.from_dict(raw)
 
 
+def check_launch(args) -> None:
+    """ConfigError for a ``--processes N`` study every process would refuse: no ``--out``,
+    a bad configuration, or seeds that do not divide among the N processes (each process
+    runs its share of every algorithm's seed batch)."""
+    if not args.out:
+        raise ConfigError("--out DIR is required")
+    config = config_from_args(args)
+    if config.seeds % args.processes:
+        raise ConfigError(
+            f"--seeds {config.seeds} does not divide among --processes {args.processes}: "
+            "every process runs an equal share of the seeds; choose --seeds as a multiple "
+            f"of {args.processes}"
+        )
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.list:
@@ -179,6 +194,11 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.processes is not None and args.processes > 1:  # start them, wait, report
+        try:  # what every process would refuse, refused once before any is started
+            check_launch(args)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         argv = processes.strip_launch_flags(list(sys.argv[1:] if argv is None else argv))
         command = [sys.executable, "-m", "experiments", "convergence", *argv]
         try:

@@ -232,3 +232,24 @@ def test_study_refused_by_process_0_stops_every_process(tmp_path, capfd):
     err = capfd.readouterr().err
     assert "another process" in err and "is running a study" in err
     assert not (out / "results.json").exists()
+
+
+def test_study_every_process_would_refuse_is_refused_before_launch(tmp_path, capsys, monkeypatch):
+    """Seeds that do not divide among the processes, a bad algorithm or no --out: one
+    clear error before any process is started (the launcher is never called)."""
+
+    def never(*args, **kwargs):
+        raise AssertionError("processes were launched")
+
+    monkeypatch.setattr(processes, "launch", never)
+    common = ["--game", "kuhn_poker", "--processes", "2"]
+    out = ["--out", str(tmp_path / "o")]
+    bad = [
+        (["--algorithms", "cfr", "--seeds", "3", *out], "--seeds 3 does not divide"),
+        (["--algorithms", "no_such_solver", *out], "no_such_solver"),
+        (["--algorithms", "cfr"], "--out DIR is required"),
+    ]
+    for flags, message in bad:
+        assert convergence_cli.main([*common, *flags]) == 2, flags
+        assert message in capsys.readouterr().err, flags
+    assert not (tmp_path / "o").exists()
