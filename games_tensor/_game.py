@@ -308,11 +308,19 @@ class Game:
 jax.tree_util.register_dataclass(Game, data_fields=list(_DATA_FIELDS), meta_fields=["meta"])
 
 
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (a game's name instead of a compiled ``Game``, an
+    integer instead of a PRNG key): a ``TypeError`` that is also a ``ValueError``, so
+    callers catching either (the library's "clear error" is a ``ValueError``) see it.
+    The one class for games_tensor and jaxcfr (``jaxcfr._solver`` re-uses it)."""
+
+
 def require_game(game, name: str = "game") -> None:
-    """Raise ``ValueError`` unless ``game`` is a compiled :class:`Game` (a game's name
-    or its ``Rules`` get a message saying how to compile it)."""
+    """Raise :class:`ArgumentTypeError` (a ``TypeError`` and a ``ValueError``) unless
+    ``game`` is a compiled :class:`Game` (a game's name or its ``Rules`` get a message
+    saying how to compile it)."""
     if not isinstance(game, Game):
-        raise ValueError(
+        raise ArgumentTypeError(
             f"{name} must be a compiled games_tensor.Game, got {type(game).__name__} "
             f"{game!r:.80} (compile it first: games_tensor.load(name))"
         )

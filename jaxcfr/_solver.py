@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from games_tensor import Game
+from games_tensor._game import ArgumentTypeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,12 +121,6 @@ def check_int(name: str, value, lo: int = 1) -> int:
         if value >= lo:
             return int(value)
     raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-
-
-class ArgumentTypeError(TypeError, ValueError):
-    """An argument of the wrong kind (a game's name instead of a compiled ``Game``, an
-    integer instead of a PRNG key): a ``TypeError`` that is also a ``ValueError``, so
-    callers catching either (the library's "clear error" is a ``ValueError``) see it."""
 
 
 def check_game(game, name: str = "game", *, step_form: bool = False) -> None:

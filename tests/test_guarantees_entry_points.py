@@ -377,3 +377,18 @@ def test_study_memory_uses_the_library_function(monkeypatch):
     assert study_memory.host_available() == 12345
     assert study_memory.device_available() == 12345
     assert _guards.available_memory() == 12345
+
+
+def test_games_tensor_refuses_a_name_with_the_library_s_one_error_class(kuhn):
+    """games_tensor's own entry points raise the same ``ArgumentTypeError`` as jaxcfr's
+    (one class: a user catching ``TypeError`` or the class itself sees both)."""
+    from jaxcfr._solver import ArgumentTypeError
+
+    for call in (
+        lambda: gt.uniform_policy(NAME),
+        lambda: gt.check_abstraction(NAME),
+        lambda: gt.to_tabular_policy(NAME, kuhn.legal_uniform),
+    ):
+        with pytest.raises(ArgumentTypeError) as e:
+            call()
+        _is_type_error(e, "games_tensor.load(name)")
