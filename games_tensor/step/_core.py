@@ -164,6 +164,23 @@ def small_sort(x: jax.Array) -> jax.Array:
     return jnp.sum(jnp.where(rank[None, :] == idx[:, None], x[None, :], 0), axis=1).astype(x.dtype)
 
 
+def computed_once(x: jax.Array) -> jax.Array:
+    """``x`` (a float array) unchanged, bit for bit, computed by one XLA kernel of its own.
+
+    A straight-line chain of small steps (an unrolled DP) is cheaper than a
+    ``lax.scan`` of them (no loop, no stacked carries), but XLA:CPU fuses each cheap
+    elementwise step into its consumers and recomputes it there, and drops
+    ``lax.optimization_barrier``. A reduction is not duplicated, so the value goes
+    through one the simplifier cannot remove (the bits as integers,
+    ``sum([x, x] * [1, 0])``), the trick of ``jaxcfr._sampling.materialize``.
+    """
+    x = jnp.asarray(x)
+    bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"int{8 * x.dtype.itemsize}"))
+    w = jnp.asarray([1, 0], bits.dtype).reshape((1,) * bits.ndim + (2,))
+    once = jnp.sum(jnp.stack([bits, bits], axis=-1) * w, axis=-1, dtype=bits.dtype)
+    return jax.lax.bitcast_convert_type(once, x.dtype)
+
+
 def float_dtype():
     """float32, or float64 under ``jax_enable_x64`` (as the compiled game)."""
     return jnp.asarray(0.0).dtype

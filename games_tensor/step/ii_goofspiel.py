@@ -18,6 +18,7 @@ from games_tensor.step._core import (
     StepGame,
     bits_for,
     check_key_width,
+    computed_once,
     float_dtype,
     one_hot_set,
     step_game,
@@ -48,12 +49,12 @@ class _HallPairs(NamedTuple):
 class _CompletionDP(NamedTuple):
     """The counting DP's pieces (:meth:`IIGoofspielStep._completion_dp`)."""
 
-    start: jax.Array  # [n + 1, n + 1] F_0 = e_(0, 0)
-    hit: jax.Array  # [n + 1, n + 1] 1 at (#below rounds, #above rounds)
-    forward: object  # (F_x, x) -> (F_{x+1}, None): one card's map M_x
+    start: jax.Array  # [n + 1] F_0 = e_0 (no "above" round served)
+    hit: jax.Array  # [n + 1] 1 at s = #above rounds
     avail: jax.Array  # [n] bool: the opponent's cards free for the rounds to assign
     serve: jax.Array  # [n, n + 1] per card x and s: the above rounds it may serve
-    pick: jax.Array  # [n, n + 1] per card x and q: the below round ending at x's picks
+    pick: jax.Array  # [n, n + 1] per card x and s: the below round ending at x's picks
+    pick_less: jax.Array  # [n, n + 1] the same with one available card <= x less
     ties_ok: jax.Array  # [] bool: every tied round's card is in the opponent's hand
     rest: jax.Array  # [] int: cards left beyond the rounds to assign
     player: jax.Array  # [] the target player
@@ -322,8 +323,7 @@ class IIGoofspielStep(StepGame):
         # exactly when the rounds cannot be realized, so the state needs only the
         # played-rounds part of :meth:`consistent`.
         dp = self._completion_dp(state, target_key, opp_moves=False)
-        f_end, _ = jax.lax.scan(dp.forward, dp.start, jnp.arange(self.num_cards))
-        count = jnp.sum(jnp.where(dp.hit > 0, f_end, 0.0))
+        count = jnp.sum(dp.hit * self._forward(dp)[-1])
         bid = state.phase == 1
         pending_open = (dp.player == 1) & ((dp.rnd < dp.done) | ((dp.rnd == dp.done) & ~bid))
         count = count * jnp.where(pending_open, jnp.maximum(dp.rest, 0), 1).astype(count.dtype)
@@ -334,34 +334,30 @@ class IIGoofspielStep(StepGame):
         # share the rounds still to assign (the parent's, less round s when the
         # opponent moves) and differ only in the opponent's card a they take from its
         # hand. The DP is a product of linear maps over the cards,
-        # count = <e_hit, M_{n-1} ... M_0 e_0>, and removing card a replaces M_a by M'_a
-        # (no card: only the "below" pick), so with the forward states
-        # F_x = M_{x-1} ... M_0 e_0 and the backward ones G_x = M_x^T ... M_{n-1}^T e_hit
-        # every child's count is <G_{a+1}, M'_a F_a>: one forward and one backward pass
-        # instead of n DPs (exact integer counts, the same values as applying each child
-        # while they stay below 2^24 in float32). At the target player's own node only
-        # the key's card has a consistent child, with the parent's rounds and hand: its
-        # count is F_n at the hit.
+        # count = <e_hit, M_{n-1} ... M_0 e_0>; removing card a replaces M_a by P'_a
+        # (no card, and the picks of a "below" round ending at a see one set-aside card
+        # less) and every later M_x by M'_x (one set-aside card less, :meth:`_completion_dp`),
+        # so with the forward states F_x = M_{x-1} ... M_0 e_0 and the backward ones
+        # G'_x = M'_x^T ... M'_{n-1}^T e_hit every child's count is <G'_{a+1}, P'_a F_a>:
+        # one forward and one backward pass instead of n DPs. At the target player's
+        # own node only the key's card has a consistent child, with the parent's rounds
+        # and hand: its count is F_n at the hit.
         n = self.num_cards
         opp_moves = state.phase != self.info_layout.fields_of(target_key)["player"][0]
         dp = self._completion_dp(state, target_key, opp_moves)
         rounds = jnp.arange(n)
-        zero_row = jnp.zeros((1, n + 1), dp.start.dtype)
-        zero_col = jnp.zeros((n + 1, 1), dp.start.dtype)
-
-        def forward(f, x):  # emits F_x too
-            return dp.forward(f, x)[0], f
-
-        def backward(g, xf):  # g = G_{x+1} -> G_x = M_x^T G_{x+1}; emits <G_{x+1}, M'_x F_x>
-            x, f = xf
-            h = g * dp.pick[x][:, None]
-            up = jnp.concatenate([h[1:], zero_row], axis=0)
-            right = jnp.concatenate([(h * dp.serve[x][None, :])[:, 1:], zero_col], axis=1)
-            return h + jnp.where(dp.avail[x], up + right, 0.0), jnp.sum(h * f)
-
-        f_end, fs = jax.lax.scan(forward, dp.start, rounds)  # fs[x] = F_x
-        # [a]: card a removed, each child's count reduced as the backward pass reaches it
-        _, without = jax.lax.scan(backward, dp.hit, (rounds, fs), reverse=True)
+        fs = self._forward(dp)
+        zero = jnp.zeros((1,), dp.start.dtype)
+        av = dp.avail.astype(dp.start.dtype)
+        # [a]: card a removed, each child's count reduced as the backward pass
+        # (g = G'_{x+1} -> G'_x = M'_x^T G'_{x+1}) reaches it
+        g = dp.hit
+        without = [None] * n
+        for x in reversed(range(n)):
+            h = g * dp.pick_less[x]
+            without[x] = jnp.sum(h * fs[x])
+            g = computed_once(h + av[x] * jnp.concatenate([(dp.serve[x] * h)[1:], zero]))
+        without = jnp.stack(without)
         # the opponent's card a (its round-s outcome must be the key's, except P1's bid
         # in a P2 target's own round T; a P2 target's round-T bid is open below s < T)
         own_card, own_out = dp.cards[dp.r], dp.outcomes[dp.r]
@@ -370,24 +366,42 @@ class IIGoofspielStep(StepGame):
         opp = dp.avail * without * ((dp.rnd == dp.done) | (out == own_out))
         opp = opp * jnp.where(p2_open, jnp.maximum(dp.rest - 1, 0), 1)
         # the target player's own card
-        total = jnp.sum(jnp.where(dp.hit > 0, f_end, 0.0))
+        total = jnp.sum(dp.hit * fs[n])
         total = total * jnp.where(p2_open, jnp.maximum(dp.rest, 0), 1)
         own = jnp.where((rounds == own_card) & (dp.rnd < dp.done), total, 0.0)
         counts = jnp.where(opp_moves, opp, own)
         counts = jnp.where(self._played_ok(state, target_key) & dp.ties_ok, counts, 0.0)
         return jnp.pad(counts.astype(dp.start.dtype), (0, max(width - n, 0)))[:width]
 
+    def _forward(self, dp):
+        """``[F_0, ..., F_n]`` of :meth:`_completion_dp`, ``F_{x+1} = M_x F_x``:
+        ``M_x f = pick_x * (f + avail_x serve_x * f[s - 1])``. Unrolled, one kernel per
+        card (:func:`computed_once`): two ``lax.scan``s of the 2-D DP before session 29
+        ran about 14x slower per call under ``vmap``."""
+        zero = jnp.zeros((1,), dp.start.dtype)
+        av = dp.avail.astype(dp.start.dtype)
+        fs = [dp.start]
+        for x in range(self.num_cards):
+            f = fs[x]
+            served = dp.serve[x] * jnp.concatenate([zero, f[:-1]])
+            fs.append(computed_once((f + av[x] * served) * dp.pick[x]))
+        return fs
+
     def _completion_dp(self, state, target_key, opp_moves):
         """The counting DP of :meth:`num_completions` / :meth:`children_completions`
-        over the cards in increasing order: ``f[q, s]``, q cards set aside for "below"
-        rounds, s "above" rounds served. An "above" round (card > lo) can take any card
-        past its bound, so a card serves one of the (eligible - s) waiting ones; the
-        "below" rounds whose bound ends at card x pick among the set-aside cards not yet
-        taken (the target player's cards differ, so at most one "below" round has its
-        bound at x and picks one of the q - taken cards). ``opp_moves``: the round
-        being played is assigned (the children of an opponent's move), else only P1's
-        bid fixed by a P2 target. Returns :class:`_CompletionDP` (``forward(f, x)`` one
-        card's linear map M_x, as a ``lax.scan`` step)."""
+        over the opponent's cards in increasing order: ``f[s]``, s "above" rounds
+        served. Each available card is either served to an "above" round (card > own
+        card: it may take any card past its bound, so a card serves one of the
+        (eligible - s) waiting ones) or set aside, for a "below" round or to stay
+        unused; the set-aside count is implicit, q = (available cards so far) - s.
+        The "below" round whose bound ends at card x (the target player's cards
+        differ, so at most one) picks one of the q - taken set-aside cards not taken
+        by earlier-ending ones; the set-aside cards no round picks are the unused
+        ones, so each assignment is one path (session 29; the 2-D DP before it kept q
+        and s and an "unused" branch). ``opp_moves``: the round being played is
+        assigned (the children of an opponent's move), else only P1's bid fixed by a
+        P2 target. ``pick_less``: the picks with one available card <= x less (a
+        child that took a card <= x). Returns :class:`_CompletionDP`."""
         n = self.num_cards
         dt = float_dtype()
         t = self.info_layout.fields_of(target_key)
@@ -404,29 +418,20 @@ class IIGoofspielStep(StepGame):
         below = todo & (o == WIN)  # opponent card <= c - 1
         above = todo & (o == LOSS)  # opponent card >= c + 1
         num_below, num_above = jnp.sum(below), jnp.sum(above)
-        q = jnp.arange(n + 1)
-        # per-card factors of M_x, [x, n + 1]
+        s = jnp.arange(n + 1)
+        # per-card factors of M_x, [x, n + 1] by s
         eligible = jnp.sum(above[None, :] & (c[None, :] + 1 <= rounds[:, None]), axis=1)
-        serve = jnp.maximum(eligible[:, None] - (q[None, :] - 1), 0).astype(dt)  # by s
+        serve = jnp.maximum(eligible[:, None] - (s[None, :] - 1), 0).astype(dt)
         ends = jnp.any(below[None, :] & (c[None, :] - 1 == rounds[:, None]), axis=1)
         taken = jnp.sum(below[None, :] & (c[None, :] - 1 < rounds[:, None]), axis=1)
-        pick = jnp.where(ends[:, None], jnp.maximum(q[None, :] - taken[:, None], 0), 1).astype(dt)
-        zero_row = jnp.zeros((1, n + 1), dt)
-        zero_col = jnp.zeros((n + 1, 1), dt)
-
-        def forward(f, x):  # f = F_x -> F_{x+1} = M_x F_x
-            aside = jnp.concatenate([zero_row, f[:-1]], axis=0)
-            served = jnp.concatenate([zero_col, f[:, :-1]], axis=1) * serve[x][None, :]
-            g = f + jnp.where(avail[x], aside + served, 0.0)
-            return g * pick[x][:, None], None
-
+        free = jnp.cumsum(avail.astype(jnp.int32))[:, None] - s[None, :] - taken[:, None]
         return _CompletionDP(
-            start=jnp.zeros((n + 1, n + 1), dt).at[0, 0].set(1.0),
-            hit=((q[:, None] == num_below) & (q[None, :] == num_above)).astype(dt),
-            forward=forward,
+            start=(s == 0).astype(dt),
+            hit=(s == num_above).astype(dt),
             avail=avail,
             serve=serve,
-            pick=pick,
+            pick=jnp.where(ends[:, None], jnp.maximum(free, 0), 1).astype(dt),
+            pick_less=jnp.where(ends[:, None], jnp.maximum(free - 1, 0), 1).astype(dt),
             ties_ok=jnp.all(~tie_card | hand),
             rest=jnp.sum(avail) - num_below - num_above,  # cards left for P1's round-T bid
             player=player,
