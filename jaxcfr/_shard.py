@@ -18,7 +18,8 @@ LD(1,1) searchers runs about 1.7x as fast as on one device (XLA's intra-op threa
 do not help kernels this small); see ``experiments/host_devices.py``.
 
 Rules:
-  * One device (or ``devices`` of length 1): ``fn`` itself, today's code path.
+  * One device (or ``devices`` of length 1), or a batch of one row: ``fn`` itself,
+    today's code path. A batch smaller than the device count uses one device per row.
   * A batch not divisible by the device count is padded with copies of its last row,
     computed, and the padded rows dropped from the outputs; every row's result is
     the one it has alone (rows are independent under ``vmap``), so the split never
@@ -96,14 +97,17 @@ def shard_batch(fn: Callable, in_axes: Any = 0, devices: Sequence | None = None)
     def call(*args):
         axes = _check_axes(in_axes, len(args))
         B = _batch_size(args, axes)
-        pad = -B % len(devs)
+        use = devs[:B]  # a batch smaller than the device count: one row per device
+        if len(use) == 1:
+            return fn(*args)
+        pad = -B % len(use)
         if pad:  # copies of the last row, dropped below
             grow = lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])  # noqa: E731
             args = tuple(
                 a if ax is None else jax.tree_util.tree_map(grow, a)
                 for a, ax in zip(args, axes, strict=True)
             )
-        mesh = _sharding(devs, B + pad).mesh
+        mesh = _sharding(use, B + pad).mesh
         batched = tuple(a for a, ax in zip(args, axes, strict=True) if ax is not None)
 
         def local(*rows):  # one device's rows; the shared arguments are closed over
@@ -142,3 +146,15 @@ def sharded_vmap(fn: Callable, in_axes: Any = 0, devices: Sequence | None = None
     """
     devs = split_devices(devices)
     return shard_batch(jax.vmap(fn, in_axes), in_axes, devs)
+
+
+def batch_sharding(batch: int, devices: Sequence | None = None):
+    """Where a batch of ``batch`` rows lives when ``shard_batch`` splits it over
+    ``devices``: a ``NamedSharding`` of axis 0 (``jax.device_put(states, it)`` places a
+    batch of searcher states before a timed call), or None (one device, or a batch
+    that does not divide: it is padded inside the call)."""
+    devs = split_devices(devices)
+    devs = devs[:batch]
+    if len(devs) == 1 or batch % len(devs):
+        return None
+    return _sharding(devs, batch)

@@ -469,7 +469,8 @@ def play(
         # a later chunk keeps the first one's (compiled) size; every chunk is split
         # evenly over the devices: padded with repeats of its last match, dropped below
         size = chunk_size if start > 0 else used
-        size += -size % n_dev
+        if size > n_dev:  # (fewer matches than devices: one match per device)
+            size += -size % n_dev
         if used < size:
             ids = jnp.concatenate([ids, jnp.full((size - used,), ids[-1])])
         res = _play_chunk(game, bot_p1, bot_p2, int(iterations_per_move), ids, key, collect, devs)
