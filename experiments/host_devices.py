@@ -17,8 +17,8 @@ kept: the environment wins over the default. ``--host-devices 0`` adds nothing.
 Defaults per command (``default_for``): the number of cores this process may use for
 the search and match commands (benchmarks ``search``, ``step_bots``, ``search_step``,
 ``step_compile``; ``reproduce`` of the OOS paper's targets), nothing for the others
-(full-width CFR and ``jaxcfr.run`` seed batches: see ``docs/search.md`` for the
-measurement behind the split).
+(full-width CFR and ``jaxcfr.run``'s seed batches are single large kernels that
+XLA's intra-op threads already spread; they keep the flags of their environment).
 
 In a notebook, set the variable in the first cell, before ``import jax``::
 

@@ -142,3 +142,56 @@ def test_bad_devices_raise_value_error_naming_them():
     with pytest.raises(ValueError, match="devices"):
         rnd = jaxcfr.random_bot()
         jaxcfr.play(gt.load("kuhn_poker"), rnd, rnd, 1, 0, jax.random.key(0), devices=[])
+
+
+# ------------------------------------------------ --host-devices (experiments/host_devices)
+def test_host_devices_option_is_taken_off_the_command_line():
+    from experiments import host_devices as hd
+
+    assert hd.take(["--games", "ld", "--host-devices", "3", "-x"]) == (["--games", "ld", "-x"], 3)
+    assert hd.take(["--host-devices=0"]) == ([], 0)
+    assert hd.take(["--games", "ld"]) == (["--games", "ld"], None)
+    for bad in (["--host-devices"], ["--host-devices", "two"], ["--host-devices=-1"]):
+        with pytest.raises(SystemExit):
+            hd.take(bad)
+
+
+def test_host_devices_defaults_split_search_commands_only():
+    from experiments import host_devices as hd
+
+    for name in ("search", "step_bots", "search_step", "step_compile"):
+        assert hd.default_for(name, []) == hd.cores()
+    assert hd.default_for("reproduce", ["oos-fig4-small", "--quick"]) == hd.cores()
+    assert hd.default_for("reproduce", ["oos-fig4-small", "rbp-fig2"]) == 0
+    for name in ("cfr", "mccfr", "convergence"):
+        assert hd.default_for(name, []) == 0
+
+
+def test_host_devices_keep_flags_already_set_and_refuse_after_jax_import(monkeypatch):
+    from experiments import host_devices as hd
+
+    set_already = f"{hd.COUNT}=3 {hd.EIGEN}=true"
+    monkeypatch.setenv("XLA_FLAGS", set_already)
+    assert hd.apply(2) == set_already  # the environment wins; nothing to change
+    monkeypatch.setenv("XLA_FLAGS", "")
+    assert hd.apply(0) == ""  # 0: no flag
+    with pytest.raises(RuntimeError, match="already imported"):
+        hd.apply(2)  # jax is imported in this process: the flag would be ignored
+
+
+@pytest.mark.parametrize("command,count", [("search", 2), ("cfr", 0)])
+def test_host_devices_set_before_jax_starts(command, count):
+    """In a fresh process, ``setup`` before ``import jax`` gives the device count."""
+    code = (
+        "import sys; from experiments import host_devices as hd; "
+        f"rest = hd.setup({command!r}, ['--host-devices', '{count}'] if {count} else []); "
+        "import jax; print(jax.local_device_count(), hd.cores())"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got, cores = map(int, proc.stdout.split())
+    assert got == (count or (cores if command == "search" else 1))

@@ -196,12 +196,15 @@ class _SeatFns(NamedTuple):
     refusals: object
 
 
-@functools.lru_cache(maxsize=None)
 def _engine_fns(options, devices=None) -> _EngineFns:
     """The engine's jitted pieces, each split over ``devices`` (``shard_batch``: every
     device its own rows; the game, static, and scalars shared)."""
+    return _engine_fns_on(options, split_devices(devices))
+
+
+@functools.lru_cache(maxsize=None)
+def _engine_fns_on(options, devs: tuple) -> _EngineFns:
     opts = dict(options) or None
-    devs = split_devices(devices)
 
     def jit(fn, axes):
         return jax.jit(shard_batch(fn, axes, devs), static_argnums=0, compiler_options=opts)
@@ -214,12 +217,15 @@ def _engine_fns(options, devices=None) -> _EngineFns:
     )
 
 
-@functools.lru_cache(maxsize=None)
 def _seat_fns(bot, options, devices=None) -> _SeatFns:
     """The jitted pieces of one bot (cached per bot object: reuse a bot across calls
     of ``jaxcfr.play`` to reuse its compiled search), split over ``devices``."""
+    return _seat_fns_on(bot, options, split_devices(devices))
+
+
+@functools.lru_cache(maxsize=None)
+def _seat_fns_on(bot, options, devs: tuple) -> _SeatFns:
     opts = dict(options) or None
-    devs = split_devices(devices)
 
     def split(fn, axes):
         return shard_batch(functools.partial(fn, bot), axes, devs)
@@ -319,10 +325,14 @@ def _chunk_split(devices, game, bot_p1, bot_p2, iterations, match_ids, key, coll
     return shard_batch(local, 0, devices)(match_ids)
 
 
-@functools.lru_cache(maxsize=None)
 def _jitted(options, devices=None):
+    return _jitted_on(options, split_devices(devices))
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_on(options, devs: tuple):
     return jax.jit(
-        functools.partial(_chunk_split, split_devices(devices)),
+        functools.partial(_chunk_split, devs),
         static_argnums=(1, 2, 3, 6),
         compiler_options=dict(options) or None,
     )
@@ -395,10 +405,10 @@ def play(
     Each bot runs ``iterations_per_move`` search iterations before each of its moves
     and samples its move from its policy (ISMCTS-UCT: the most-visited action). Matches
     run ``chunk_size`` at a time (default: as many as fit :func:`default_chunk_bytes`
-    of bot states, at most 512: 2 GiB on the CPU), each a
-    jitted, vmapped call whose matches are split over ``devices`` (default: all local
-    devices, as ``jaxcfr.run``; ``jaxcfr._shard``): each device plays its share as its
-    own program. On a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>``
+    of bot states, at most 512: 2 GiB on the CPU), each a jitted, vmapped call whose
+    matches are split over ``devices`` (default: all local devices, as ``jaxcfr.run``;
+    see ``jaxcfr.sharded_vmap``): each device plays its share as its own program. On a
+    CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>``
     (set before importing jax) makes one device per core; one device is the unsplit
     engine. The default chunk is a multiple of the device count; a chunk that is not
     (an explicit ``chunk_size``, or fewer matches) is padded up to one with repeats of
