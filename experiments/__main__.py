@@ -4,6 +4,11 @@ Commands:
   sizes         compile every registered game at its defaults and print the size table
   convergence   convergence-rate study: algorithms x seeds, resumable, plots and a report
   reproduce     regenerate a figure or table of a seed paper (--list names them)
+
+Option of every command: --host-devices N splits the CPU into N XLA devices (set in
+XLA_FLAGS before jax is imported; jaxcfr.play splits its matches over them). Default:
+one per core for `reproduce` of the OOS paper's targets (oos-*), none otherwise; 0 adds
+no flag; a flag XLA_FLAGS already sets wins (experiments/host_devices.py).
 """
 
 import sys
@@ -24,7 +29,10 @@ def main(argv=None):
         return 0
     import importlib
 
-    return importlib.import_module(commands[argv[0]]).main(argv[1:])
+    from experiments import host_devices
+
+    rest = host_devices.setup(argv[0], argv[1:])  # before anything imports jax
+    return importlib.import_module(commands[argv[0]]).main(rest)
 
 
 if __name__ == "__main__":

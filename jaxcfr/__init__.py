@@ -20,6 +20,7 @@ Search bots and matches (jaxcfr.search)::
 
     jaxcfr.oos(targeting="ist"), ismcts(selection="uct"), random_bot()
     jaxcfr.play(game, bot_p1, bot_p2, num_matches, iterations_per_move, key)
+    jaxcfr.sharded_vmap(bot.search, (None, 0, None, 0, None))  # a batch over devices
 
 Regret-based pruning (jaxcfr.pruning)::
 
@@ -51,6 +52,7 @@ from jaxcfr._lp import LPSolution, solve_lp
 from jaxcfr._outcome_sampling import outcome_sampling
 from jaxcfr._runner import RunResult, run
 from jaxcfr._sequence_form import infoset_table, kernel_table
+from jaxcfr._shard import sharded_vmap
 from jaxcfr._solver import Solver, average_policy, current_policy, regret_matching
 from jaxcfr.mcts import MCTSState, smooth_uct, uct
 from jaxcfr.search import Bot, View, ismcts, oos, play, random_bot, root_view, view_of
@@ -95,6 +97,7 @@ __all__ = [
     "pruning",
     "regret_matching",
     "root_view",
+    "sharded_vmap",
     "run",
     "smooth_uct",
     "solve_lp",

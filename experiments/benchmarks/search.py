@@ -3,13 +3,17 @@
 ``python -m experiments.benchmarks search [--batches 1,512] [--games ld,iigs6,leduc]
 [--openspiel build/openspiel_ref] [--view root] [--bots oos,uct,rm]``
 
-For each game and bot, one jitted call of ``jax.vmap(bot.search)`` over B independent
-searchers (each from the root view, fresh tables, its own key; ``--view deep``: from
+For each game and bot, one jitted call of ``jaxcfr.sharded_vmap(bot.search)`` over B
+independent searchers (split over the host devices, ``--host-devices N``: default one
+per core, each device its own share of the searchers; the count is printed), each
+from the root view, fresh tables, its own key (``--view deep``: from
 the view at the first history of the largest target set, as
 ``search_step --view deep``) runs N iterations;
 the first call (compile + N) is reported apart from the second (steady state).
 iterations/s counts trajectories (one OOS iteration = one trajectory for one update
-player; one ISMCTS iteration = one simulation) summed over the B searchers. The
+player; one ISMCTS iteration = one simulation) summed over the B searchers, per wall
+second and per CPU second of the process (all threads: on a shared machine the
+comparable figure). The
 OpenSpiel C++ ISMCTS (``ismcts_speed``) and OOS (``oos_speed``, warm) of the
 reference harness (``../shared/reference``) run in the same process invocation,
 before ours, and the ratio is ours / OpenSpiel ISMCTS. OpenSpiel's OOS counts one
@@ -28,8 +32,10 @@ import jax.numpy as jnp
 
 import games_tensor as gt
 import jaxcfr
+from experiments import host_devices
 from experiments.benchmarks._cli import Parser
 from experiments.benchmarks.search_step import deep_view
+from jaxcfr._shard import batch_sharding
 from jaxcfr.search import _table as tbl
 from jaxcfr.search import compiler_options as search_compiler_options
 
@@ -71,12 +77,17 @@ def _openspiel(binary: str, mode: str, game: str, n: int) -> float | None:
 
 
 def _ours(game, bot, batch: int, n: int, view):
-    """(compile seconds, iterations/s summed over the batch, bytes per searcher)."""
+    """(compile seconds, iterations/s summed over the batch, bytes per searcher,
+    iterations per CPU second of this process: all threads, the comparable figure on
+    a shared machine)."""
     state0 = bot.init(game)
     states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
     keys = jax.random.split(jax.random.key(0), batch)
+    where = batch_sharding(batch)  # on their devices before the calls
+    if where is not None:
+        states, keys = jax.device_put((states, keys), where)
     run = jax.jit(
-        jax.vmap(bot.search, (None, 0, None, 0, None)),
+        jaxcfr.sharded_vmap(bot.search, (None, 0, None, 0, None)),
         donate_argnums=1,
         compiler_options=search_compiler_options(game),
     )
@@ -84,10 +95,12 @@ def _ours(game, bot, batch: int, n: int, view):
     t0 = time.perf_counter()
     states = jax.block_until_ready(run(game, states, view, keys, num))
     first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    jax.block_until_ready(run(game, states, view, jax.random.split(jax.random.key(1), batch), num))
-    steady = time.perf_counter() - t0
-    return first - steady, batch * n / steady, tbl.bytes_per_state(state0)
+    keys = jax.random.split(jax.random.key(1), batch)
+    keys = jax.block_until_ready(keys if where is None else jax.device_put(keys, where))
+    t0, c0 = time.perf_counter(), time.process_time()
+    jax.block_until_ready(run(game, states, view, keys, num))
+    steady, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return first - steady, batch * n / steady, tbl.bytes_per_state(state0), batch * n / cpu
 
 
 def main(argv=None) -> int:
@@ -100,6 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--view", default="root", choices=("root", "deep"))
     ap.add_argument("--bots", default="oos,uct,rm")
     args = ap.parse_args(argv)
+    print(f"searchers split over {host_devices.describe()}", flush=True)
     rows = []
     for name in args.games.split(","):
         gname, params, os_name, targeting = GAMES[name]
@@ -118,28 +132,32 @@ def main(argv=None) -> int:
             view = jaxcfr.root_view() if args.view == "root" else deep_view(game, kind)
             for batch in (int(b) for b in args.batches.split(",")):
                 n = args.iterations if batch == 1 else args.batched_iterations
-                comp, ips, nbytes = _ours(game, bot, batch, n, view)
+                comp, ips, nbytes, cps = _ours(game, bot, batch, n, view)
                 ratio = ips / ref_ismcts if ref_ismcts else float("nan")
-                rows.append((name, bot.name, batch, comp, ips, nbytes, ref_ismcts, ref_oos, ratio))
+                rows.append(
+                    (name, bot.name, batch, comp, ips, cps, nbytes, ref_ismcts, ref_oos, ratio)
+                )
                 print(
                     f"{name:6s} {bot.name:28s} B={batch:4d} view={args.view} "
                     f"compile {comp:6.1f} s  "
-                    f"{ips:12,.0f} it/s  {nbytes / 2**20:7.2f} MiB/searcher  "
+                    f"{ips:12,.0f} it/s {cps:12,.0f} it/CPU-s  {nbytes / 2**20:7.2f} MiB/searcher  "
                     f"OpenSpiel ISMCTS {ref_ismcts or float('nan'):10,.0f}  "
                     f"OOS {ref_oos or float('nan'):10,.0f} traj/s  ratio {ratio:6.2f}x",
                     flush=True,
                 )
     print()
     print(
-        "| game | bot | B | compile s | it/s | MiB/searcher | OpenSpiel C++ ISMCTS sims/s "
+        "| game | bot | B | compile s | it/s | it/CPU-s | MiB/searcher "
+        "| OpenSpiel C++ ISMCTS sims/s "
         "| OpenSpiel C++ OOS traj/s | ours / OS ISMCTS |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, bot, batch, comp, ips, nbytes, ri, ro, ratio in rows:
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, bot, batch, comp, ips, cps, nbytes, ri, ro, ratio in rows:
         ro_s = f"{ro:,.0f}" if ro else "fails"
         ri_s = f"{ri:,.0f}" if ri else "-"
         print(
-            f"| {name} | {bot} | {batch} | {comp:.1f} | {ips:,.0f} | {nbytes / 2**20:.2f} | "
+            f"| {name} | {bot} | {batch} | {comp:.1f} | {ips:,.0f} | {cps:,.0f} | "
+            f"{nbytes / 2**20:.2f} | "
             f"{ri_s} | {ro_s} | {ratio:.2f}x |"
         )
     return 0

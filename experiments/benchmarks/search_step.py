@@ -4,8 +4,9 @@
 [--iterations 2000] [--batch 1] [--view root]``
 
 For each game and bot: one ``jax.jit(bot.search)`` from the root on a single searcher
-(``--batch B``: ``jax.vmap`` over B searchers from the root, as the ``search``
-benchmark; per simulation then divides by B x iterations). ``--view deep``: from the
+(``--batch B``: ``jaxcfr.sharded_vmap`` over B searchers from the root, split over the
+host devices as the ``search`` benchmark; per simulation then divides by B x
+iterations). ``--view deep``: from the
 acting player's view at the first history of the game's largest target set (OOS-IST
 and ISMCTS: the largest infoset; OOS-PST: the largest public state), the costliest
 target for the per-call work.
@@ -30,7 +31,9 @@ import numpy as np
 
 import games_tensor as gt
 import jaxcfr
+from experiments import host_devices
 from experiments.benchmarks._cli import Parser
+from jaxcfr._shard import batch_sharding
 from jaxcfr.search import _table as tbl
 from jaxcfr.search import compiler_options as search_compiler_options
 
@@ -77,7 +80,7 @@ def main(argv=None) -> int:
     ap.add_argument("--view", default="root", choices=("root", "deep"))
     args = ap.parse_args(argv)
     print(
-        f"batch {args.batch}, view {args.view}\n"
+        f"batch {args.batch}, view {args.view}, {host_devices.describe()}\n"
         "| game | bot | compile CPU s | per call CPU ms | per simulation CPU us | "
         "body kernels | body HLO lines | body table copies |"
     )
@@ -98,11 +101,14 @@ def main(argv=None) -> int:
             else:
                 state = jax.vmap(lambda _, b=bot, g=game: b.init(g))(jnp.arange(B))
                 run = jax.jit(
-                    jax.vmap(bot.search, (None, 0, None, 0, None)),
+                    jaxcfr.sharded_vmap(bot.search, (None, 0, None, 0, None)),
                     donate_argnums=1,
                     compiler_options=search_compiler_options(game),
                 )
                 keys = [jax.random.split(jax.random.key(r), B) for r in range(3)]
+                where = batch_sharding(B)  # the batch on its devices before the calls
+                if where is not None:
+                    state, keys = jax.device_put((state, keys), where)
             t0 = time.process_time()
             compiled = run.lower(game, state, view, keys[0], jnp.int32(1)).compile()
             comp = time.process_time() - t0

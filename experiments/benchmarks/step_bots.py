@@ -5,7 +5,9 @@
 
 For each game and bot (``oos``: IST for II-GS, PST otherwise, delta 0.9, epsilon 0.4,
 as the OOS paper's Fig. 4 d-f; ``uct``: ISMCTS-UCT; ``rm``: ISMCTS-RM), one jitted call
-of ``jax.vmap(bot.search)`` over B independent searchers runs N iterations each from
+of ``jaxcfr.sharded_vmap(bot.search)`` over B independent searchers (split over the host
+devices, ``--host-devices N``: default one per core; the count is printed; the batch is
+placed on its devices before the timed call) runs N iterations each from
 the first decision of player 1 (chance outcomes 0 before it), so targeting is
 exercised; ``--ply k``: from the k-th decision after it instead (each decision takes
 the middle legal action, stopping before one that would end the game), a mid-match
@@ -33,9 +35,11 @@ import numpy as np
 import games_tensor as gt
 import games_tensor.step as gs
 import jaxcfr
+from experiments import host_devices
 from experiments.benchmarks._cli import Parser
 from games_tensor._rules import CHANCE
 from jaxcfr import _sampling as smp
+from jaxcfr._shard import batch_sharding
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
 
@@ -87,23 +91,34 @@ def _rate(game, bot, batch: int, n: int, step_form: bool, ply: int = 0):
     the comparable figure)."""
     state0 = bot.init(game)
 
+    where = batch_sharding(batch)  # the batch on its devices before a timed call
+
+    def place(x):
+        return x if where is None else jax.device_put(x, where)
+
     def states():  # a fresh batch per call: the call donates it (no copy of the tables)
-        return jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
+        tiled = jax.tree_util.tree_map(
+            lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0
+        )
+        return place(tiled)
 
     view = _view(game, step_form, ply)
     opts = smp.step_compiler_options() if step_form else {}
     run = jax.jit(
-        jax.vmap(bot.search, (None, 0, None, 0, None)),
+        jaxcfr.sharded_vmap(bot.search, (None, 0, None, 0, None)),
         static_argnums=(0, 4),
         donate_argnums=1,
         compiler_options=opts or None,
     )
     t0 = time.perf_counter()
-    jax.block_until_ready(run(game, states(), view, jax.random.split(jax.random.key(0), batch), n))
+    jax.block_until_ready(
+        run(game, states(), view, place(jax.random.split(jax.random.key(0), batch)), n)
+    )
     first = time.perf_counter() - t0
     s1 = jax.block_until_ready(states())
+    k1 = jax.block_until_ready(place(jax.random.split(jax.random.key(1), batch)))
     t0, c0 = time.perf_counter(), time.process_time()
-    jax.block_until_ready(run(game, s1, view, jax.random.split(jax.random.key(1), batch), n))
+    jax.block_until_ready(run(game, s1, view, k1, n))
     steady, cpu = time.perf_counter() - t0, time.process_time() - c0
     return first - steady, batch * n / steady, tbl.bytes_per_state(state0), batch * n / cpu
 
@@ -117,6 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--bots", default="oos,uct", help="oos, uct (ISMCTS-UCT), rm (ISMCTS-RM)")
     ap.add_argument("--ply", type=int, default=0, help="decisions after the first (mid-match)")
     args = ap.parse_args(argv)
+    print(f"searchers split over {host_devices.describe()}", flush=True)
     batches = [int(b) for b in args.batches.split(",")]
     ld11 = gt.load("liars_dice", dice0=1, dice1=1)
     rows = []

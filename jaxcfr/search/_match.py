@@ -39,6 +39,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from jaxcfr import _sampling as smp
+from jaxcfr._shard import shard_batch, split_devices
 from jaxcfr._solver import check_game, check_key
 from jaxcfr.search import _bots
 from jaxcfr.search import _table as tbl
@@ -195,32 +196,50 @@ class _SeatFns(NamedTuple):
     refusals: object
 
 
+def _engine_fns(options, devices=None) -> _EngineFns:
+    """The engine's jitted pieces, each split over ``devices`` (``shard_batch``: every
+    device its own rows; the game, static, and scalars shared)."""
+    return _engine_fns_on(options, split_devices(devices))
+
+
 @functools.lru_cache(maxsize=None)
-def _engine_fns(options) -> _EngineFns:
+def _engine_fns_on(options, devs: tuple) -> _EngineFns:
     opts = dict(options) or None
+
+    def jit(fn, axes):
+        return jax.jit(shard_batch(fn, axes, devs), static_argnums=0, compiler_options=opts)
+
     return _EngineFns(
-        jax.jit(_start, static_argnums=0, compiler_options=opts),
-        jax.jit(_prep, static_argnums=0, compiler_options=opts),
-        jax.jit(_advance, static_argnums=0, compiler_options=opts),
-        jax.jit(_finish, static_argnums=0, compiler_options=opts),
+        jit(_start, (None, None, 0)),
+        jit(_prep, (None, 0, 0, None)),
+        jit(_advance, (None, 0, 0, 0, 0, 0)),
+        jit(_finish, (None, 0, 0, 0)),
     )
 
 
-@functools.lru_cache(maxsize=None)
-def _seat_fns(bot, options) -> _SeatFns:
+def _seat_fns(bot, options, devices=None) -> _SeatFns:
     """The jitted pieces of one bot (cached per bot object: reuse a bot across calls
-    of ``jaxcfr.play`` to reuse its compiled search)."""
+    of ``jaxcfr.play`` to reuse its compiled search), split over ``devices``."""
+    return _seat_fns_on(bot, options, split_devices(devices))
+
+
+@functools.lru_cache(maxsize=None)
+def _seat_fns_on(bot, options, devs: tuple) -> _SeatFns:
     opts = dict(options) or None
+
+    def split(fn, axes):
+        return shard_batch(functools.partial(fn, bot), axes, devs)
+
     return _SeatFns(
-        jax.jit(functools.partial(_seat_init, bot), static_argnums=0, compiler_options=opts),
+        jax.jit(split(_seat_init, (None, 0)), static_argnums=0, compiler_options=opts),
         jax.jit(
-            functools.partial(_seat_search, bot),
+            split(_seat_search, (None, 0, 0, 0, 0, None)),
             static_argnums=0,
             donate_argnums=1,
             compiler_options=opts,
         ),
-        jax.jit(functools.partial(_seat_policy, bot), static_argnums=0, compiler_options=opts),
-        jax.jit(_seat_refusals, compiler_options=opts),
+        jax.jit(split(_seat_policy, (None, 0, 0)), static_argnums=0, compiler_options=opts),
+        jax.jit(shard_batch(_seat_refusals, 0, devs), compiler_options=opts),
     )
 
 
@@ -228,11 +247,13 @@ def _options(game):
     return tuple(sorted((_bots.compiler_options(game) or {}).items()))
 
 
-def _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key):
-    """One chunk of step-form matches, driven from the host: (u_0 [B], refusals [B, 2])."""
+def _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key, devices=None):
+    """One chunk of step-form matches, driven from the host: (u_0 [B], refusals [B, 2]);
+    B a multiple of the number of ``devices`` keeps every piece's rows on their device."""
     opts = _options(game)
-    eng = _engine_fns(opts)
-    seats = [_seat_fns(b, opts) for b in (bot_p1, bot_p2)]
+    devs = split_devices(devices)
+    eng = _engine_fns(opts, devs)
+    seats = [_seat_fns(b, opts, devs) for b in (bot_p1, bot_p2)]
     keys, h = eng.start(game, key, match_ids)
     states = [seat.init(game, match_ids) for seat in seats]
     iters = jnp.asarray(iterations, jnp.int32)
@@ -250,12 +271,13 @@ def _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key):
     return eng.finish(game, h, *refused)
 
 
-def compile_step_engine(game, bot_p1, bot_p2, iterations: int, batch: int) -> list:
+def compile_step_engine(game, bot_p1, bot_p2, iterations: int, batch: int, devices=None) -> list:
     """Lower and compile every piece the step-form engine runs for one chunk of
     ``batch`` matches of ``bot_p1`` vs ``bot_p2`` (a bot playing both seats is compiled
     once); returns the ``Compiled`` objects (benchmarks: compile time and size)."""
     opts = _options(game)
-    eng = _engine_fns(opts)
+    devs = split_devices(devices)
+    eng = _engine_fns(opts, devs)
     ids = jnp.arange(batch, dtype=jnp.int32)
     key = jax.random.key(0)
     out = [eng.start.lower(game, key, ids).compile()]
@@ -266,7 +288,7 @@ def compile_step_engine(game, bot_p1, bot_p2, iterations: int, batch: int) -> li
     iters = jnp.asarray(iterations, jnp.int32)
     pols, refused, seen = [], [], set()
     for p, bot in enumerate((bot_p1, bot_p2)):
-        seat = _seat_fns(bot, opts)
+        seat = _seat_fns(bot, opts, devs)
         st = jax.eval_shape(seat.init, game, ids)
         if bot not in seen:
             out.append(seat.init.lower(game, ids).compile())
@@ -283,17 +305,37 @@ def compile_step_engine(game, bot_p1, bot_p2, iterations: int, batch: int) -> li
     return out
 
 
-def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
+def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None, devices=None):
     """One chunk of matches: compiled form one jitted call (``_chunk``); step form
-    driven from the host (``_play_chunk_step``)."""
+    driven from the host (``_play_chunk_step``); both split over ``devices``."""
+    devs = split_devices(devices)
     if smp.is_step(game):
-        return _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key)
-    return _jitted(_options(game))(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
+        return _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key, devs)
+    fn = _jitted(_options(game), devs)
+    return fn(game, bot_p1, bot_p2, iterations, match_ids, key, collect)
+
+
+def _chunk_split(devices, game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
+    """``_chunk`` with its matches split over ``devices`` (each device runs its own
+    depth loop, and its own "does this bot act here" conditions, on its matches)."""
+
+    def local(ids):
+        return _chunk(game, bot_p1, bot_p2, iterations, ids, key, collect)
+
+    return shard_batch(local, 0, devices)(match_ids)
+
+
+def _jitted(options, devices=None):
+    return _jitted_on(options, split_devices(devices))
 
 
 @functools.lru_cache(maxsize=None)
-def _jitted(options):
-    return jax.jit(_chunk, static_argnums=(1, 2, 3, 6), compiler_options=dict(options) or None)
+def _jitted_on(options, devs: tuple):
+    return jax.jit(
+        functools.partial(_chunk_split, devs),
+        static_argnums=(1, 2, 3, 6),
+        compiler_options=dict(options) or None,
+    )
 
 
 def _chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None):
@@ -356,14 +398,21 @@ def play(
     *,
     chunk_size: int | None = None,
     collect: int | None = None,
+    devices=None,
 ):
     """Play ``num_matches`` matches of ``bot_p1`` (first player) against ``bot_p2``.
 
     Each bot runs ``iterations_per_move`` search iterations before each of its moves
     and samples its move from its policy (ISMCTS-UCT: the most-visited action). Matches
     run ``chunk_size`` at a time (default: as many as fit :func:`default_chunk_bytes`
-    of bot states, at most 512: 2 GiB on the CPU), each a
-    jitted, vmapped call.
+    of bot states, at most 512: 2 GiB on the CPU), each a jitted, vmapped call whose
+    matches are split over ``devices`` (default: all local devices, as ``jaxcfr.run``;
+    see ``jaxcfr.sharded_vmap``): each device plays its share as its own program. On a
+    CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>``
+    (set before importing jax) makes one device per core; one device is the unsplit
+    engine. The default chunk is a multiple of the device count; a chunk that is not
+    (an explicit ``chunk_size``, or fewer matches) is padded up to one with repeats of
+    its last match, whose results are dropped.
 
     ``collect`` (0 or 1): also return the aggregate method's global strategy weights
     of that seat's bot, ``[R, A]`` (OOS paper, Sec. 5; ALGORITHMS.md 2.6): after each
@@ -383,7 +432,8 @@ def play(
 
     Returns:
       ``[num_matches]`` utilities of the first player (u_0); match m depends only on
-      ``fold_in(key, m)``. Win rate (ties half) = mean of ``(u > 0) + 0.5 (u == 0)``.
+      ``fold_in(key, m)`` (not on the chunk size or the devices). Win rate (ties
+      half) = mean of ``(u > 0) + 0.5 (u == 0)``.
       With ``collect``: ``(utilities, weights [R, A])``. Step form:
       ``(utilities, refusals [num_matches, 2] int32)``, each seat's count of infosets
       its full table refused in that match (never silently dropped).
@@ -405,13 +455,16 @@ def play(
         if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
     _check_bots(bot_p1, bot_p2)
+    devs = split_devices(devices)
     for b in (bot_p1, bot_p2):
         b.init(game)  # host-side tables (target sets, level layout) before tracing
     if collect is not None:
         tbl.infoset_forest(game)  # host-side, for at_or_below inside the trace
     per_match = max(bytes_per_match(game, bot_p1, bot_p2), 1)
+    n_dev = len(devs)
     if chunk_size is None:
         chunk_size = int(max(1, min(512, default_chunk_bytes() // per_match)))
+        chunk_size = max(n_dev, chunk_size - chunk_size % n_dev)  # every device a share
     if (
         not isinstance(chunk_size, (int, np.integer))
         or isinstance(chunk_size, (bool, np.bool_))
@@ -423,9 +476,14 @@ def play(
     for start in range(0, num_matches, chunk_size):
         used = min(chunk_size, num_matches - start)
         ids = jnp.arange(start, start + used, dtype=jnp.int32)
-        if used < chunk_size and start > 0:
-            ids = jnp.concatenate([ids, jnp.full((chunk_size - used,), ids[-1])])
-        res = _play_chunk(game, bot_p1, bot_p2, int(iterations_per_move), ids, key, collect)
+        # a later chunk keeps the first one's (compiled) size; every chunk is split
+        # evenly over the devices: padded with repeats of its last match, dropped below
+        size = chunk_size if start > 0 else used
+        if size > n_dev:  # (fewer matches than devices: one match per device)
+            size += -size % n_dev
+        if used < size:
+            ids = jnp.concatenate([ids, jnp.full((size - used,), ids[-1])])
+        res = _play_chunk(game, bot_p1, bot_p2, int(iterations_per_move), ids, key, collect, devs)
         if collect is not None:
             res, acc = res
             part = jnp.sum(acc[:used], axis=0)
