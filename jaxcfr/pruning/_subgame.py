@@ -27,7 +27,9 @@ One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on l
 unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I) U(I, a)
 at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
 above, computed from the state's mask once per stretch: the mask is frozen there). The
-dense master state is host numpy: before a stretch the host gathers the sub-game's rows
+dense master state is host numpy in the kernel's layout (a ``BlockState``: per player
+``[A, n_p]`` blocks, so a check transposes nothing; session 29): before a stretch the
+host gathers the sub-game's rows (columns)
 into a compact state (``[A, n_p']`` blocks), one jitted call runs up to the k - 1
 iterations to the next scheduled check on the device (stopping before an iteration
 where (9) fails, which runs as a forced check), which then holds only the compact
@@ -852,7 +854,8 @@ def run_live(
     :class:`PrunedState` as host numpy arrays, the iterates of the dense solver up to
     summation order. ``state`` may start at any iteration.
 
-    Where things live: the dense master state is host numpy, read and written only
+    Where things live: the dense master state is host numpy (a ``BlockState``, the
+    ``[A, n_p]`` blocks the check's ``step`` computes on), read and written only
     around the stretches (gather / scatter of the live rows) and at the checks; a
     stretch's jitted call takes only the live sub-game's arrays (:func:`layout`: the
     kernel's fields of the compact game and the per-history tables) and the compact
