@@ -11,6 +11,7 @@ import games_tensor as gt
 import jaxcfr
 from games_tensor import TERMINAL, Rules
 from jaxcfr import pruning
+from jaxcfr.pruning import _subgame
 
 
 class Dominated(Rules):
@@ -501,6 +502,7 @@ def _kuhn_catch_up_setup():
         strategy_sum=np.full(shape, 10.0, np.float32),
         plan_sum=np.full(shape, 20.0, np.float32),
     )
+    master = _subgame.host_blocks(game, master)  # run_live's master copy: [A, n_p] blocks
     c = {}
     for acc, (v1, v2) in (("aS", (2.0, 4.0)), ("aX", (6.0, 8.0))):
         fronts = [np.zeros(f.shape, np.float32) for f in lay.extra["front"]]
@@ -516,11 +518,13 @@ def test_frozen_catch_up_by_hand():
     A_X = 8. 'J | pb' has regrets (3, 1): sigma (3/4, 1/4), so S += 2 sigma = (1.5,
     0.5), X += 6 sigma = (4.5, 1.5); 'K | b' has regrets (0, -2): uniform (1/2, 1/2),
     S += (2, 2), X += (4, 4). Every other row is left as it was."""
+    from jaxcfr.pruning._solver import from_blocks
     from jaxcfr.pruning._subgame import _catch_up
 
-    game, lay, master, c, jpb, kb = _kuhn_catch_up_setup()
+    game, lay, blocks, c, jpb, kb = _kuhn_catch_up_setup()
+    _catch_up(blocks, game, lay, c, 0.0)
+    master = from_blocks(blocks, np)
     shape = master.regrets.shape
-    _catch_up(master, game, lay, c, 0.0)
     want_s = np.full(shape, 10.0)
     want_x = np.full(shape, 20.0)
     want_s[jpb] += (1.5, 0.5)
@@ -542,12 +546,15 @@ def test_catch_up_cache_follows_its_inputs():
     game, lay, master, c, jpb, _ = _kuhn_catch_up_setup()
     steps = [(0.0, None, (1.5, 0.5), 1), (0.0, None, (1.5, 0.5), 1)]
     steps += [(2.0, None, (2.0, 0.0), 2), (2.0, (0.0, 5.0), (0.0, 2.0), 3)]
+    n0 = master.blocks[0]["R"].shape[1]
+    col = jpb - n0 if jpb >= n0 else jpb
+    blk = master.blocks[int(jpb >= n0)]
     for tol, regrets, add, computed in steps:
         if regrets is not None:
-            master.regrets[jpb] = regrets
-        before = master.strategy_sum[jpb].copy()
+            blk["R"][:, col] = regrets
+        before = blk["S"][:, col].copy()
         _catch_up(master, game, lay, c, tol)
-        np.testing.assert_array_equal(master.strategy_sum[jpb] - before, add)
+        np.testing.assert_array_equal(blk["S"][:, col] - before, add)
         assert lay.cache["computed"] == computed
 
 

@@ -239,10 +239,11 @@ def child(
         cur = stats["current"]
         tol = regret_tolerance(game, game.sf_payoff.dtype)
         stretch = _subgame._stretch_fn(solver, tol)
-        c = _subgame._gather(state, cur)
+        blocks = _subgame.host_blocks(game, state)
+        c = _subgame._gather(blocks, cur)
         out["xla"] = {
             "stretch": _xla_bytes(stretch, cur.game, cur.extra, c, np.int32(check_every - 1)),
-            "check": _xla_bytes(jax.jit(solver.update), game, state),
+            "check": _xla_bytes(jax.jit(solver.update.step_blocks), game, blocks),
         }
     else:
         out["xla"] = {"step": _xla_bytes(jax.jit(solver.update), game, state)}

@@ -134,7 +134,7 @@ def main(argv=None):
         mb = "-"
         if st.get("current") is not None:
             cur = st["current"]
-            carry = _subgame._gather(out[c], cur)
+            carry = _subgame._gather(_subgame.host_blocks(game, out[c]), cur)
             nbytes = sum(np.asarray(x).nbytes for x in jax.tree.leaves((cur.game, cur.extra)))
             nbytes += sum(np.asarray(x).nbytes for x in jax.tree.leaves(carry))
             mb = f"{nbytes / 2**20:.2f}"

@@ -357,6 +357,70 @@ def _used_fields(pruning: str, predictive: bool) -> frozenset:
     return frozenset(used)
 
 
+class BlockState(NamedTuple):
+    """A :class:`PrunedState` in the kernel's layout (what ``update`` computes on):
+    ``blocks`` per player p a dict of ``[A, n_p]`` action-major blocks named as in
+    ``_BLOCKS`` (the fields the mode uses), ``V`` ``[n_p]`` and ``stored`` (int32
+    scalar); the counters as in :class:`PrunedState`; ``rest`` the ``[0, A]``
+    placeholders of the unused fields (passed through). ``run_live`` keeps its master
+    copy in this layout, so a check transposes nothing."""
+
+    blocks: tuple
+    iteration: jax.Array
+    nodes_hi: jax.Array
+    nodes_lo: jax.Array
+    nodes_last: jax.Array
+    rest: dict
+
+
+def to_blocks(game: Game, state: PrunedState, used: frozenset, xp=jnp) -> BlockState:
+    """The :class:`BlockState` of ``state`` (``xp``: ``jnp`` inside ``jit``, ``np`` for a
+    host copy with contiguous blocks)."""
+    blocks = []
+    for p in (0, 1):
+        sl = game.player_slice(p)
+        d = {n: xp.asarray(getattr(state, f))[sl].T for n, f in _BLOCKS if f in used}
+        if xp is np:
+            d = {n: np.ascontiguousarray(x) for n, x in d.items()}
+        d["V"] = xp.asarray(state.values_sum)[sl]
+        if xp is np:
+            d["V"] = d["V"].copy()
+        d["stored"] = xp.asarray(state.stored)[p]
+        blocks.append(d)
+    rest = {f: getattr(state, f) for _, f in _BLOCKS if f not in used}
+    return BlockState(
+        tuple(blocks), state.iteration, state.nodes_hi, state.nodes_lo, state.nodes_last, rest
+    )
+
+
+def from_blocks(bs: BlockState, xp=jnp) -> PrunedState:
+    """The :class:`PrunedState` of a :class:`BlockState` (``xp`` as :func:`to_blocks`)."""
+    b0, b1 = bs.blocks
+    new = dict(bs.rest)
+    for n, f in _BLOCKS:
+        if n in b0:
+            new[f] = xp.concatenate([b0[n], b1[n]], axis=1).T
+    if xp is np:
+        new = {f: np.ascontiguousarray(x) for f, x in new.items()}
+    return PrunedState(
+        new["regrets"],
+        new["strategy_sum"],
+        new["prediction"],
+        bs.iteration,
+        xp.concatenate([b0["V"], b1["V"]]),
+        new["pruned"],
+        new["bound"],
+        new["discarded"],
+        new["window"],
+        new["window_value"],
+        new["plan_sum"],
+        xp.stack([b0["stored"], b1["stored"]]).astype(xp.int32),
+        bs.nodes_hi,
+        bs.nodes_lo,
+        bs.nodes_last,
+    )
+
+
 _BASES = {
     # name -> (regret_update, weight, predictive), from the base's hyperparams
     "cfr": lambda hp: (_cfr.regret_sum, _cfr.weight_power(0), False),
@@ -690,21 +754,16 @@ def regret_pruning(
         b, extra = jax.lax.cond(need, total_check, skip, b)
         return b, nodes + extra
 
-    def update(game: Game, state: PrunedState) -> PrunedState:
-        check_keying(game)
-        check_state(game, state)
-        t = state.iteration + 1
-        used = _used_fields(pruning, predictive)
-        names = tuple(n for n, f in _BLOCKS if f in used)
-        blocks = []
-        for p in (0, 1):
-            sl = game.player_slice(p)
-            d = {n: getattr(state, f)[sl].T for n, f in _BLOCKS if f in used}
+    used = _used_fields(pruning, predictive)
+
+    def step(game: Game, bs: BlockState) -> BlockState:
+        """One iteration on the kernel's layout (:class:`BlockState`); ``update`` is
+        ``from_blocks(step(to_blocks(state)))``, the same arithmetic."""
+        t = bs.iteration + 1
+        blocks = [dict(b) for b in bs.blocks]
+        for d in blocks:
             if "P" not in d:  # the policy of a non-predictive base ignores it
                 d["P"] = None
-            d["V"] = state.values_sum[sl]
-            d["stored"] = state.stored[p]
-            blocks.append(d)
         policy = [
             policy_of(game, p, blocks[p]["R"], blocks[p]["P"], blocks[p]["pruned"]) for p in (0, 1)
         ]
@@ -725,27 +784,21 @@ def regret_pruning(
         blocks[1], n1 = player_step(
             game, 1, blocks[1], policy[1], plan1, plan0, blocks[0].get("X"), t
         )
-        new = {n: getattr(state, f) for n, f in _BLOCKS}  # unused fields pass through
-        new.update({n: jnp.concatenate([blocks[0][n], blocks[1][n]], axis=1).T for n in names})
+        for d in blocks:
+            if d["P"] is None:
+                del d["P"]
+            d["stored"] = jnp.asarray(d["stored"]).astype(jnp.int32)
         nodes = n0 + n1
-        hi, lo = _add_nodes(state.nodes_hi, state.nodes_lo, nodes)
-        return PrunedState(
-            new["R"],
-            new["S"],
-            new["P"],
-            t,
-            jnp.concatenate([blocks[0]["V"], blocks[1]["V"]]),
-            new["pruned"],
-            new["bound"],
-            new["discarded"],
-            new["win"],
-            new["winv"],
-            new["X"],
-            jnp.stack([blocks[0]["stored"], blocks[1]["stored"]]).astype(jnp.int32),
-            hi,
-            lo,
-            nodes,
-        )
+        hi, lo = _add_nodes(bs.nodes_hi, bs.nodes_lo, nodes)
+        return BlockState(tuple(blocks), t, hi, lo, nodes, bs.rest)
+
+    def update(game: Game, state: PrunedState) -> PrunedState:
+        check_keying(game)
+        check_state(game, state)
+        return from_blocks(step(game, to_blocks(game, state, used)))
+
+    update.step_blocks = step  # run_live keeps its master copy in this layout
+    update.used_fields = used
 
     return Solver(
         init=init,

@@ -27,7 +27,9 @@ One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on l
 unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I) U(I, a)
 at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
 above, computed from the state's mask once per stretch: the mask is frozen there). The
-dense master state is host numpy: before a stretch the host gathers the sub-game's rows
+dense master state is host numpy in the kernel's layout (a ``BlockState``: per player
+``[A, n_p]`` blocks, so a check transposes nothing; session 29): before a stretch the
+host gathers the sub-game's rows (columns)
 into a compact state (``[A, n_p']`` blocks), one jitted call runs up to the k - 1
 iterations to the next scheduled check on the device (stopping before an iteration
 where (9) fails, which runs as a forced check), which then holds only the compact
@@ -71,7 +73,14 @@ from jaxcfr._solver import (
     regret_tolerance,
     rounded,
 )
-from jaxcfr.pruning._solver import _BASES, PrunedState
+from jaxcfr.pruning._solver import (
+    _BASES,
+    BlockState,
+    PrunedState,
+    _used_fields,
+    from_blocks,
+    to_blocks,
+)
 from jaxcfr.pruning._tables import tables
 
 # the Game fields the stretch's kernel calls read (the sequence-form kernel, non-compact
@@ -511,22 +520,22 @@ def _catch_up_game(game: Game) -> Game:
 
 def _catch_up_fn(tolerance: float):
     """The jitted ``(cg, R, pruned, row_front) -> (rho_0, rho_1)`` of :func:`_catch_up`,
-    over the full game (``R``, ``pruned`` ``[I, A]``; ``cg``: :func:`_catch_up_game`;
-    ``rho_p`` ``[A, n_p]``, p's action-major block) with the left-out frozen rows
-    selected by ``row_front`` (per player ``[n_p]``, -1 for a row that was not left
-    out). Fixed shapes: one compile per game and dtype, whatever rows are frozen. sigma
-    is :func:`jaxcfr._solver.regret_matching` of the rows (the stretch's: legal and not
-    pruned, ``tolerance``), rho = ``sf.plan_block`` of the policy that is sigma on the
-    frozen rows and 1 on every other row: at a frozen (I, a), the product of sigma over
-    the frozen rows from the top one above I down to (I, a) (the plan of the top row's
-    parent sequence is a product of ones; the frozen set is closed downwards)."""
+    over the full game (``R``, ``pruned``: per player p its ``[A, n_p]`` block;
+    ``cg``: :func:`_catch_up_game`; ``rho_p`` ``[A, n_p]``, p's action-major block) with
+    the left-out frozen rows selected by ``row_front`` (per player ``[n_p]``, -1 for a
+    row that was not left out). Fixed shapes: one compile per game and dtype, whatever
+    rows are frozen. sigma is :func:`jaxcfr._solver.regret_matching` of the rows (the
+    stretch's: legal and not pruned, ``tolerance``), rho = ``sf.plan_block`` of the
+    policy that is sigma on the frozen rows and 1 on every other row: at a frozen (I,
+    a), the product of sigma over the frozen rows from the top one above I down to (I,
+    a) (the plan of the top row's parent sequence is a product of ones; the frozen set
+    is closed downwards)."""
 
     def rho(cg, regrets, pruned, row_front):
         out = []
         for p in (0, 1):
-            sl = cg.player_slice(p)
-            mask = sf.legal_block(cg, p) & ~pruned[sl].T
-            sigma = regret_matching(regrets[sl].T, mask, None, axis=0, tolerance=tolerance)
+            mask = sf.legal_block(cg, p) & ~pruned[p]
+            sigma = regret_matching(regrets[p], mask, None, axis=0, tolerance=tolerance)
             frozen = (row_front[p] >= 0)[None]
             out.append(sf.plan_block(cg, jnp.where(frozen, sigma, jnp.ones((), sigma.dtype)), p))
         return tuple(out)
@@ -534,9 +543,10 @@ def _catch_up_fn(tolerance: float):
     return jax.jit(rho)
 
 
-def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: float) -> None:
+def _catch_up(master: BlockState, game: Game, lay: Layout, c: dict, tolerance: float) -> None:
     """Bring the average and faced-plan sums of the opponent-frozen rows ``lay`` left
-    out up to date after a stretch (in place on the host master copy; the rows' regrets,
+    out up to date after a stretch (in place on the host master copy, a
+    :class:`BlockState`; the rows' regrets,
     V and bounds did not change: their cf values were 0).
 
     In the stretch sigma(I, a) is fixed at a frozen row (its regrets and the pruned
@@ -561,9 +571,12 @@ def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: 
     (one product of sums instead of a sum of products)."""
     if not lay.frozen or all(fz["rows"].size == 0 for fz in lay.frozen):
         return
-    key = (tolerance, master.regrets.dtype.str) + tuple(
-        master.regrets[fz["rows"]].tobytes() + master.pruned[fz["rows"]].tobytes()
-        for fz in lay.frozen
+    starts = (0, master.blocks[0]["R"].shape[1])
+    cols = [fz["rows"] - starts[p] for p, fz in enumerate(lay.frozen)]
+    blocks = master.blocks
+    key = (tolerance, blocks[0]["R"].dtype.str) + tuple(
+        blocks[p]["R"][:, col].tobytes() + blocks[p]["pruned"][:, col].tobytes()
+        for p, col in enumerate(cols)
     )
     if lay.cache.get("key") != key:
         name = ("catch_up", tolerance)
@@ -571,24 +584,23 @@ def _catch_up(master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: 
             _FNS[name] = _catch_up_fn(tolerance)
         rho = _FNS[name](
             _catch_up_game(game),
-            master.regrets,
-            master.pruned,
+            tuple(b["R"] for b in blocks),
+            tuple(b["pruned"] for b in blocks),
             tuple(fz["row_front"] for fz in lay.frozen),
         )
         lay.cache["rho"] = tuple(
-            np.asarray(r, np.float64)[:, fz["rows"] - game.player_slice(p).start]
-            for p, (r, fz) in enumerate(zip(rho, lay.frozen, strict=True))
+            np.asarray(r, np.float64)[:, col] for r, col in zip(rho, cols, strict=True)
         )
         lay.cache["key"] = key
         lay.cache["computed"] = lay.cache.get("computed", 0) + 1
     for p, fz in enumerate(lay.frozen):
         if fz["rows"].size == 0:
             continue
-        rows, rho = fz["rows"], lay.cache["rho"][p]  # [A, n]
-        for field, acc in (("strategy_sum", "aS"), ("plan_sum", "aX")):
+        col, rho = cols[p], lay.cache["rho"][p]  # [A, n]
+        for name, acc in (("S", "aS"), ("X", "aX")):
             front = np.asarray(c[acc][p], np.float64)[fz["front"]]
-            table = getattr(master, field)
-            table[rows] = (table[rows] + (rho * front[None]).T).astype(table.dtype)
+            table = blocks[p][name]
+            table[:, col] = (table[:, col] + rho * front[None]).astype(table.dtype)
 
 
 def live_payoff_entries(game: Game, pruned, dead: np.ndarray | None = None) -> np.ndarray:
@@ -741,60 +753,84 @@ _CARRY = (
 )
 
 
-def _gather(master: PrunedState, lay: Layout) -> dict:
-    """The compact state of ``lay`` (host numpy): per player ``[A, n_p']`` blocks of
-    the master copy's rows (dummies: zeros / False), ``V`` ``[n_p']``, the iteration
-    ``t``, ``fail`` (False) and the CFR+ decay ``dec`` (1) of the rows outside."""
-    n_inf = master.regrets.shape[0]
-    rows = lay.rows.astype(np.int64)
-    dummy = rows >= n_inf
-    rows_c = np.minimum(rows, n_inf - 1)
-    small = lay.game
+# the compact state's block names -> the master copy's (BlockState, as in update)
+_BLOCK_OF = {"R": "R", "S": "S", "pr": "pruned", "B": "bound", "X": "X"}
 
-    def take(x, fill):
-        out = x[rows_c]
-        out[dummy] = fill
-        return out
 
+def host_blocks(game: Game, state) -> BlockState:
+    """A writable host :class:`BlockState` (numpy, contiguous ``[A, n_p]`` blocks) of a
+    Total RBP :class:`PrunedState` (or of a :class:`BlockState`, copied)."""
+    if isinstance(state, BlockState):
+        return jax.tree.map(np.array, state)
+    state = PrunedState(*(np.asarray(x) for x in state))
+    return jax.tree.map(np.array, to_blocks(game, state, _used_fields("total", False), np))
+
+
+def _columns(master: BlockState, lay: Layout) -> list:
+    """Per player p: (the columns of p's full ``[A, n_p]`` block that ``lay``'s rows of
+    p take, 0 for a dummy; the dummies ``[n_p']`` bool)."""
+    n0 = master.blocks[0]["R"].shape[1]
+    n_inf = n0 + master.blocks[1]["R"].shape[1]
+    out = []
+    for p in (0, 1):
+        rows = lay.rows[lay.game.player_slice(p)].astype(np.int64)
+        dummy = rows >= n_inf
+        out.append((np.where(dummy, 0, rows - (0, n0)[p]), dummy))
+    return out
+
+
+def _gather(master: BlockState, lay: Layout) -> dict:
+    """The compact state of ``lay`` (host numpy): per player ``[A, n_p']`` blocks, the
+    columns of the master copy's (a host :class:`BlockState`) rows (dummies: zeros /
+    False), ``V`` ``[n_p']``, the iteration ``t``, ``fail`` (False) and the CFR+ decay
+    ``dec`` (1) of the rows outside."""
+    cols = _columns(master, lay)
     c = {}
-    for name, field, fill in _CARRY:
-        full = take(getattr(master, field), fill)
-        c[name] = tuple(np.ascontiguousarray(full[small.player_slice(p)].T) for p in (0, 1))
-    V = take(master.values_sum, 0)
-    c["V"] = tuple(V[small.player_slice(p)] for p in (0, 1))
+    for name, _, fill in _CARRY:
+        out = []
+        for p, (col, dummy) in enumerate(cols):
+            x = master.blocks[p][_BLOCK_OF[name]][:, col]
+            x[:, dummy] = fill
+            out.append(x)
+        c[name] = tuple(out)
+    c["V"] = tuple(
+        np.where(dummy, 0, master.blocks[p]["V"][col]).astype(master.blocks[p]["V"].dtype)
+        for p, (col, dummy) in enumerate(cols)
+    )
     c["t"] = np.asarray(master.iteration)
+    dtype = master.blocks[0]["S"].dtype
     for acc in ("aS", "aX"):  # window sums at the left-out frozen rows' parents (_catch_up)
-        c[acc] = tuple(np.zeros(f.shape, master.strategy_sum.dtype) for f in lay.extra["front"])
+        c[acc] = tuple(np.zeros(f.shape, dtype) for f in lay.extra["front"])
     c["fail"] = np.zeros((), bool)
-    c["dec"] = np.ones((), master.strategy_sum.dtype)
+    c["dec"] = np.ones((), dtype)
     return c
 
 
 def _scatter(
-    master: PrunedState, game: Game, lay: Layout, c: dict, tolerance: float = 0.0
-) -> PrunedState:
-    """Write the compact state ``c`` back into the host master copy (in place; the
-    rows outside get the CFR+ decay ``dec``, the left-out frozen rows their window's
-    sums, :func:`_catch_up`, whose regret matching takes ``tolerance``); returns it
-    with the new iteration."""
-    n_inf = master.regrets.shape[0]
-    rows = lay.rows.astype(np.int64)
-    real = rows < n_inf
-    ss = master.strategy_sum
-    ss *= np.asarray(c["dec"], ss.dtype)  # one rounding, as the jitted version
-    for name, field, _ in _CARRY:
-        if name == "pr":  # the stretch never changes the pruned set
-            continue
-        new = np.concatenate([np.asarray(x) for x in c[name]], axis=1).T
-        getattr(master, field)[rows[real]] = new[real]
-    master.values_sum[rows[real]] = np.concatenate([np.asarray(x) for x in c["V"]])[real]
+    master: BlockState, game: Game, lay: Layout, c: dict, tolerance: float = 0.0
+) -> BlockState:
+    """Write the compact state ``c`` back into the host master copy (a
+    :class:`BlockState`, in place; the rows outside get the CFR+ decay ``dec``, the
+    left-out frozen rows their window's sums, :func:`_catch_up`, whose regret matching
+    takes ``tolerance``); returns it with the new iteration."""
+    for p, (col, dummy) in enumerate(_columns(master, lay)):
+        blk = master.blocks[p]
+        ss = blk["S"]
+        ss *= np.asarray(c["dec"], ss.dtype)  # one rounding, as the jitted version
+        real = ~dummy
+        for name, _, _ in _CARRY:
+            if name == "pr":  # the stretch never changes the pruned set
+                continue
+            blk[_BLOCK_OF[name]][:, col[real]] = np.asarray(c[name][p])[:, real]
+        blk["V"][col[real]] = np.asarray(c["V"][p])[real]
     _catch_up(master, game, lay, c, tolerance)
     return master._replace(iteration=np.array(np.asarray(c["t"])))
 
 
-def _to_host(state) -> PrunedState:
-    """A writable numpy copy of every array of ``state`` (the master copy)."""
-    return type(state)(*(np.array(x) for x in state))
+def _pruned_mask(master: BlockState) -> np.ndarray:
+    """The master copy's pruned mask as a contiguous host ``[I, A]`` array."""
+    b0, b1 = master.blocks
+    return np.ascontiguousarray(np.concatenate([b0["pruned"], b1["pruned"]], axis=1).T)
 
 
 def run_live(
@@ -818,7 +854,8 @@ def run_live(
     :class:`PrunedState` as host numpy arrays, the iterates of the dense solver up to
     summation order. ``state`` may start at any iteration.
 
-    Where things live: the dense master state is host numpy, read and written only
+    Where things live: the dense master state is host numpy (a ``BlockState``, the
+    ``[A, n_p]`` blocks the check's ``step`` computes on), read and written only
     around the stretches (gather / scatter of the live rows) and at the checks; a
     stretch's jitted call takes only the live sub-game's arrays (:func:`layout`: the
     kernel's fields of the compact game and the per-history tables) and the compact
@@ -871,7 +908,10 @@ def run_live(
     if isinstance(stable, bool) or not isinstance(stable, (int, np.integer)) or stable < 1:
         raise ValueError(f"stable must be an integer >= 1, got {stable!r}")
     tol = regret_tolerance(game, game.sf_payoff.dtype)
-    check = _cfr_cache(solver, "check", lambda: jax.jit(solver.update))
+    step = getattr(solver.update, "step_blocks", None)
+    if step is None:
+        raise ValueError("run_live needs a solver built by jaxcfr.pruning.regret_pruning")
+    check = _cfr_cache(solver, "check", lambda: jax.jit(step))
     stats = {} if stats is None else stats
     for name in ("layouts", "checks", "unchanged", "stale"):
         stats.setdefault(name, 0)
@@ -887,7 +927,8 @@ def run_live(
     if stats.get("leave_out_frozen", leave_out_frozen) != leave_out_frozen:
         stats["current"], stats["compiled"] = None, []  # layouts of the other kind
     stats["leave_out_frozen"] = leave_out_frozen
-    state = _to_host(solver.init(game) if state is None else state)
+    # the master copy: host numpy in the kernel's [A, n_p] layout (no transposes per check)
+    state = host_blocks(game, solver.init(game) if state is None else state)
     done = int(state.iteration)
     shapes = stats.setdefault("compiled", [])
     fn = _cfr_cache(solver, ("stretch", tol), lambda: _stretch_fn(solver, tol))
@@ -897,7 +938,7 @@ def run_live(
         # up to the iteration before the next scheduled check (t % k == 0)
         n = min((done // k + 1) * k - 1 - done, iterations - done)
         if n:
-            pr = state.pruned
+            pr = _pruned_mask(state)
             key = pr.tobytes()
             if key == stats.get("key"):
                 stats["unchanged"] += 1
@@ -932,7 +973,7 @@ def run_live(
                 # stretch is dropped; the window runs as the dense solver, which checks
                 # where a branch ends, through the scheduled check at this k.
                 m = min((done // k + 1) * k - done, iterations - done)
-                state = _to_host(dense(game, state, np.int32(m)))
+                state = _host(dense(game, state, np.int32(m)))
                 done += m
                 stats["dense"] += m
                 stats["resumed_dense"] = stats.get("resumed_dense", 0) + 1
@@ -944,21 +985,28 @@ def run_live(
         if done < iterations and forced and dense_after_forced:
             # the forced check and the rest of the window, through the scheduled check
             m = min((done // k + 1) * k - done, iterations - done)
-            state = _to_host(dense(game, state, np.int32(m)))
+            state = _host(dense(game, state, np.int32(m)))
             done += m
             stats["dense"] += m
         elif done < iterations:  # the scheduled check, or the forced one where (9) failed
-            state = _to_host(check(game, state))
+            state = _host(check(game, state))
             done += 1
-    return state
+    return from_blocks(state, np)
+
+
+def _host(bs: BlockState) -> BlockState:
+    """A writable host copy of a (device) :class:`BlockState`."""
+    return jax.tree.map(np.array, bs)
 
 
 def _dense_fn(solver: Solver):
     """The jitted ``(game, state, m) -> state``: ``m`` (an int32 argument, one compile
-    for every length) iterations of the dense solver's ``update`` in one device loop."""
+    for every length) iterations of the dense solver's ``update`` (on its
+    :class:`BlockState`) in one device loop."""
+    step = solver.update.step_blocks
 
     def dense(game, state, m):
-        return jax.lax.fori_loop(0, m, lambda i, s: solver.update(game, s), state)
+        return jax.lax.fori_loop(0, m, lambda i, s: step(game, s), state)
 
     return jax.jit(dense)
 
