@@ -15,8 +15,10 @@ threads only compete with the other device). A flag ``XLA_FLAGS`` already sets i
 kept: the environment wins over the default. ``--host-devices 0`` adds nothing.
 
 Defaults per command (``default_for``): the number of cores this process may use for
-the search and match commands (benchmarks ``search``, ``step_bots``, ``search_step``,
-``step_compile``; ``reproduce`` of the OOS paper's targets), nothing for the others
+the search and match commands (benchmarks ``search``, ``step_bots``, ``search_step``;
+``reproduce`` of the OOS paper's match targets ``oos-fig4*`` and ``oos-fig3-aggregate``,
+which run ``jaxcfr.play``), nothing for the others (``step_compile`` compiles pieces on
+one device; ``oos-fig3-root`` vmaps its seeds on one device)
 (full-width CFR and ``jaxcfr.run``'s seed batches are single large kernels that
 XLA's intra-op threads already spread; they keep the flags of their environment).
 
@@ -36,8 +38,10 @@ COUNT = "--xla_force_host_platform_device_count"
 EIGEN = "--xla_cpu_multi_thread_eigen"
 
 # commands whose work is batches of searchers or matches (default: one device per core)
-SEARCH_BENCHMARKS = ("search", "step_bots", "search_step", "step_compile")
-SEARCH_TARGET_PREFIX = "oos-"
+SEARCH_BENCHMARKS = ("search", "step_bots", "search_step")
+# reproduce targets whose work is jaxcfr.play (oos-fig3-root vmaps its seeds on one device)
+MATCH_TARGET_PREFIXES = ("oos-fig4", "oos-fig3-aggregate")
+VALUED_OPTIONS = ("--out", "--key")  # reproduce options that take the next token
 
 
 def cores() -> int:
@@ -54,8 +58,15 @@ def default_for(command: str, rest: list[str]) -> int:
     if command in SEARCH_BENCHMARKS:
         return cores()
     if command == "reproduce":
-        named = [a for a in rest if not a.startswith("-")]
-        if named and all(a.startswith(SEARCH_TARGET_PREFIX) for a in named):
+        named, skip = [], False
+        for a in rest:
+            if skip:
+                skip = False
+            elif a in VALUED_OPTIONS:
+                skip = True  # the next token is the option's value, not a target
+            elif not a.startswith("-"):
+                named.append(a)
+        if named and all(a.startswith(MATCH_TARGET_PREFIXES) for a in named):
             return cores()
     return 0
 
@@ -77,20 +88,23 @@ def take(argv: list[str]) -> tuple[list[str], int | None]:
     return out, value
 
 
-def apply(count: int) -> str:
-    """Add the flags for ``count`` host devices to ``XLA_FLAGS`` (unless set there
-    already, or ``count`` is 0); returns the resulting ``XLA_FLAGS``. Raises
-    ``RuntimeError`` if jax was imported already with a different device count
-    requested (the flag would be ignored)."""
+def apply(count: int, *, explicit: bool = True) -> str:
+    """Add the flags for ``count`` host devices to ``XLA_FLAGS`` (unless the device
+    count is set there already, or ``count`` is 0; Eigen's threads are turned off only
+    together with a device count this call adds); returns the resulting ``XLA_FLAGS``.
+    Raises ``RuntimeError`` if jax was imported already and ``explicit`` (the user asked
+    for ``--host-devices``: the flag would be ignored); a default is then left out."""
     flags = os.environ.get("XLA_FLAGS", "")
     if count > 0:
         extra = []
         if COUNT not in flags:
             extra.append(f"{COUNT}={count}")
-        if count > 1 and EIGEN not in flags:
-            extra.append(f"{EIGEN}=false")
+            if count > 1 and EIGEN not in flags:
+                extra.append(f"{EIGEN}=false")
         if extra:
             if "jax" in sys.modules:
+                if not explicit:  # called in-process (a test, a notebook): keep jax's devices
+                    return flags
                 raise RuntimeError(
                     f"{OPTION} {count}: jax is already imported, so XLA_FLAGS can no longer "
                     "change; pass it to the entry point or set XLA_FLAGS before importing jax"
@@ -104,7 +118,10 @@ def setup(command: str, rest: list[str]) -> list[str]:
     """Entry points: take ``--host-devices`` off ``rest`` (the command's arguments),
     apply it or ``command``'s default, and return the remaining arguments."""
     rest, count = take(rest)
-    apply(default_for(command, rest) if count is None else count)
+    if count is None:
+        apply(default_for(command, rest), explicit=False)
+    else:
+        apply(count)
     return rest
 
 

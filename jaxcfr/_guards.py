@@ -260,6 +260,8 @@ def check_devices(devices):
             "devices must be None (all local devices) or a non-empty list of jax.Device "
             f"objects such as jax.devices()[:2], got {given!r}{hint}"
         )
+    if len(set(devices)) != len(devices):
+        raise ValueError(f"devices must be distinct, got {given!r}")
     return devices
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
 from games_tensor.step import StepGame
+from games_tensor.step._core import computed_once
 from jaxcfr import _prng
 from jaxcfr._solver import regret_matching, regret_tolerance, rounded, sum_actions
 
@@ -161,22 +162,10 @@ def materialize(tree):
     "below the new infoset" flag, running probabilities) was then recomputed from the
     root in every later depth's kernels (O(D^2) work per trajectory). A reduction is
     not duplicated, so each leaf goes through one the simplifier cannot remove: the
-    bits as int32, ``sum([x, x] * [1, 0])``, back to the leaf's dtype.
+    bits as int32, ``sum([x, x] * [1, 0])``, back to the leaf's dtype
+    (``games_tensor.step._core.computed_once``, the one copy of the trick).
     """
-
-    def leaf(x):
-        x = jnp.asarray(x)
-        if jnp.issubdtype(x.dtype, jnp.floating):
-            bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"int{8 * x.dtype.itemsize}"))
-        else:
-            bits = x.astype(jnp.int32) if x.dtype == jnp.bool_ else x
-        w = jnp.asarray([1, 0], bits.dtype).reshape((1,) * bits.ndim + (2,))
-        y = jnp.sum(jnp.stack([bits, bits], axis=-1) * w, axis=-1, dtype=bits.dtype)
-        if jnp.issubdtype(x.dtype, jnp.floating):
-            return jax.lax.bitcast_convert_type(y, x.dtype)
-        return y.astype(x.dtype)
-
-    return jax.tree_util.tree_map(leaf, tree)
+    return jax.tree_util.tree_map(computed_once, tree)
 
 
 def pad_actions(x: jax.Array, num_slots: int) -> jax.Array:

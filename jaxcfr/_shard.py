@@ -13,9 +13,12 @@ Why ``shard_map`` and not a ``NamedSharding`` of the vmapped batch: a searcher's
 batch") vmapped over a sharded batch keeps one loop whose condition reduces over the
 whole batch, a cross-device collective every trip; under ``shard_map`` each device
 runs its own loop on its rows. On the 2-core CPU with
-``XLA_FLAGS=--xla_force_host_platform_device_count=2`` a vmapped batch of 512
-LD(1,1) searchers runs about 1.7x as fast as on one device (XLA's intra-op threads
-do not help kernels this small); see ``experiments/host_devices.py``.
+``XLA_FLAGS=--xla_force_host_platform_device_count=2 --xla_cpu_multi_thread_eigen=false``
+a vmapped batch of 512 LD(1,1) searchers ran 1.19x (OOS), 1.35x (UCT), 1.30x (RM) the
+iterations/s of one device on the quiet machine (session 29, ``python -m
+experiments.benchmarks search --games ld --batches 512`` with ``--host-devices 2`` / ``0``;
+XLA's intra-op threads do not help kernels this small); see
+``experiments/host_devices.py`` and docs/search.md.
 
 Rules:
   * One device (or ``devices`` of length 1), or a batch of one row: ``fn`` itself,
@@ -98,7 +101,7 @@ def shard_batch(fn: Callable, in_axes: Any = 0, devices: Sequence | None = None)
         axes = _check_axes(in_axes, len(args))
         B = _batch_size(args, axes)
         use = devs[:B]  # a batch smaller than the device count: one row per device
-        if len(use) == 1:
+        if len(use) <= 1:  # one row, or an empty batch
             return fn(*args)
         pad = -B % len(use)
         if pad:  # copies of the last row, dropped below

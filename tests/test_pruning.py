@@ -958,3 +958,17 @@ def test_live_resumed_at_a_larger_check_interval(x64):
         np.testing.assert_array_equal(
             np.asarray(getattr(out, name)), np.asarray(getattr(dense, name))
         )
+
+
+def test_run_live_refuses_what_update_refuses():
+    """run_live runs the solver's step on blocks, not ``update``; it still refuses a
+    state of another game and an abstraction keying the solver was not built for
+    (review of session 29: both ran silently)."""
+    game = gt.load("recall_counterexample", abstraction="forget_signal")
+    full = jaxcfr.cfr(pruning="total", keying="full")
+    solver = jaxcfr.cfr(pruning="total")
+    with pytest.raises(ValueError, match="keying"):
+        pruning.run_live(solver, game, 4, full.init(game))
+    kuhn = gt.load("kuhn_poker")
+    with pytest.raises(ValueError):
+        pruning.run_live(solver, kuhn, 4, solver.init(gt.load("leduc_poker")))

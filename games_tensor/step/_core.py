@@ -165,20 +165,26 @@ def small_sort(x: jax.Array) -> jax.Array:
 
 
 def computed_once(x: jax.Array) -> jax.Array:
-    """``x`` (a float array) unchanged, bit for bit, computed by one XLA kernel of its own.
+    """``x`` unchanged, bit for bit, computed by one XLA kernel of its own.
 
     A straight-line chain of small steps (an unrolled DP) is cheaper than a
     ``lax.scan`` of them (no loop, no stacked carries), but XLA:CPU fuses each cheap
     elementwise step into its consumers and recomputes it there, and drops
     ``lax.optimization_barrier``. A reduction is not duplicated, so the value goes
-    through one the simplifier cannot remove (the bits as integers,
-    ``sum([x, x] * [1, 0])``), the trick of ``jaxcfr._sampling.materialize``.
+    through one the simplifier cannot remove: the bits as integers (floats bitcast,
+    bools as int32), ``sum([x, x] * [1, 0])``, back to ``x``'s dtype. The one copy of
+    this trick: ``jaxcfr._sampling.materialize`` maps it over a pytree.
     """
     x = jnp.asarray(x)
-    bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"int{8 * x.dtype.itemsize}"))
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"int{8 * x.dtype.itemsize}"))
+    else:
+        bits = x.astype(jnp.int32) if x.dtype == jnp.bool_ else x
     w = jnp.asarray([1, 0], bits.dtype).reshape((1,) * bits.ndim + (2,))
     once = jnp.sum(jnp.stack([bits, bits], axis=-1) * w, axis=-1, dtype=bits.dtype)
-    return jax.lax.bitcast_convert_type(once, x.dtype)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return jax.lax.bitcast_convert_type(once, x.dtype)
+    return once.astype(x.dtype)
 
 
 def float_dtype():

@@ -798,6 +798,12 @@ def regret_pruning(
         return from_blocks(step(game, to_blocks(game, state, used)))
 
     update.step_blocks = step  # run_live keeps its master copy in this layout
+
+    def check(game: Game, state: PrunedState) -> None:  # update's refusals, for run_live
+        check_keying(game)
+        check_state(game, state)
+
+    update.check = check
     update.used_fields = used
 
     return Solver(

@@ -846,11 +846,13 @@ def run_live(
     leave_out_frozen: bool = True,
 ):
     """``iterations`` Total RBP iterations of ``solver`` on ``game``: the iterations
-    between checks on the live sub-game (:func:`layout`), each check by
-    ``solver.update`` on the full game: the scheduled ones (iteration t with t % k == 0)
-    and the forced ones, at the first iteration where (9) fails for a pruned branch (the
-    stretch stops before it; under ``check_rule="worst_case"`` that does not happen, the
-    check having ended every branch that could fail before the next one). Returns the
+    between checks on the live sub-game (:func:`layout`), each check by the solver's
+    step on the full game (``solver.update.step_blocks`` on the master copy's ``[A, n_p]``
+    blocks; ``solver.update``'s refusals are checked once, up front): the scheduled
+    ones (iteration t with t % k == 0) and the forced ones, at the first iteration
+    where (9) fails for a pruned branch (the stretch stops before it; under
+    ``check_rule="worst_case"`` that does not happen, the check having ended every
+    branch that could fail before the next one). Returns the
     :class:`PrunedState` as host numpy arrays, the iterates of the dense solver up to
     summation order. ``state`` may start at any iteration.
 
@@ -928,7 +930,11 @@ def run_live(
         stats["current"], stats["compiled"] = None, []  # layouts of the other kind
     stats["leave_out_frozen"] = leave_out_frozen
     # the master copy: host numpy in the kernel's [A, n_p] layout (no transposes per check)
-    state = host_blocks(game, solver.init(game) if state is None else state)
+    if state is None:
+        state = solver.init(game)
+    elif not isinstance(state, BlockState):  # update's refusals (keying, state kind):
+        solver.update.check(game, state)  # the checks below run its step, not update
+    state = host_blocks(game, state)
     done = int(state.iteration)
     shapes = stats.setdefault("compiled", [])
     fn = _cfr_cache(solver, ("stretch", tol), lambda: _stretch_fn(solver, tol))
