@@ -22,7 +22,9 @@ XLA's intra-op threads do not help kernels this small); see
 
 Rules:
   * One device (or ``devices`` of length 1), or a batch of one row: ``fn`` itself,
-    today's code path. A batch smaller than the device count uses one device per row.
+    today's code path, on jax's default device (``devices=[d]`` does not move the work
+    to ``d``: place the inputs there, or use ``jax.default_device(d)``). A batch
+    smaller than the device count uses one device per row.
   * A batch not divisible by the device count is padded with copies of its last row,
     computed, and the padded rows dropped from the outputs; every row's result is
     the one it has alone (rows are independent under ``vmap``), so the split never

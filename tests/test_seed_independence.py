@@ -18,20 +18,16 @@ float32 and float64.
 """
 
 import inspect
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from forced_devices import run_worker
 
 import jaxcfr
 from experiments import algorithms
 
-ROOT = Path(__file__).resolve().parents[1]
 BATCHES = (1, 4, 8)
 
 # Options whose every value is a different computation (read from the signatures).
@@ -95,25 +91,8 @@ def _run_worker(tmp: Path, devices, specs, game: str, iterations: int, eval_ever
         "iterations": iterations,
         "eval_every": eval_every,
     }
-    env = {
-        **os.environ,
-        "JAX_PLATFORMS": "cpu",
-        "JAX_ENABLE_X64": "1" if x64 else "0",
-        "PYTHONPATH": str(ROOT),
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-    }
     path = tmp / f"{game}-{devices}-{x64}.npz"
-    proc = subprocess.run(
-        [sys.executable, "-c", _WORKER, json.dumps(job), str(path)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3000,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with np.load(path) as data:
-        return dict(data)
+    return run_worker(_WORKER, job, path, devices, x64=x64, timeout=3000)
 
 
 def _check(specs, one: dict, two: dict) -> None:

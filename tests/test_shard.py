@@ -16,7 +16,6 @@ searches takes about a minute).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from forced_devices import run_worker
 
 import games_tensor as gt
 import jaxcfr
@@ -83,25 +83,8 @@ _WORKER = textwrap.dedent(
 
 
 def _run(tmp: Path, devices: int, part: str) -> dict:
-    env = {
-        **os.environ,
-        "JAX_PLATFORMS": "cpu",
-        "PYTHONPATH": str(ROOT),
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-    }
-    path = tmp / f"{part}-{devices}.npz"
-    job = json.dumps({"devices": devices, "part": part})
-    proc = subprocess.run(
-        [sys.executable, "-c", _WORKER, job, str(path)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with np.load(path) as data:
-        return dict(data)
+    job = {"devices": devices, "part": part}
+    return run_worker(_WORKER, job, tmp / f"{part}-{devices}.npz", devices)
 
 
 def _same(one: dict, two: dict) -> None:

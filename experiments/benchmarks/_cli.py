@@ -10,9 +10,21 @@ from __future__ import annotations
 
 import argparse
 
+HOST_DEVICES_EPILOG = (
+    "--host-devices N (after the benchmark's name, taken by python -m "
+    "experiments.benchmarks before jax is imported): split the CPU into N XLA devices "
+    "(default: one per core for search, step_bots and search_step, none otherwise); "
+    "experiments/host_devices.py"
+)
+
 
 class Parser(argparse.ArgumentParser):
-    """``argparse.ArgumentParser`` stating each option's default in ``--help``."""
+    """``argparse.ArgumentParser`` stating each option's default in ``--help``, and the
+    entry point's ``--host-devices`` in its epilog."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("epilog", HOST_DEVICES_EPILOG)
+        super().__init__(*args, **kwargs)
 
     def add_argument(self, *args, **kwargs):
         action = super().add_argument(*args, **kwargs)
