@@ -66,7 +66,8 @@ _WORKER = textwrap.dedent(
         out["play"] = jaxcfr.play(game, bot, uct, 9, 30, key)  # one chunk, padded to 10
         u, w = jaxcfr.play(game, bot, uct, 9, 30, key, collect=0, chunk_size=4)  # 3 chunks
         out["collect|u"], out["collect|w"] = u, w
-        chunk = _match._play_chunk(game, bot, uct, 30, jnp.arange(4), key)
+        devs = _match.split_devices()
+        chunk = _match._play_chunk(game, bot, uct, 30, jnp.arange(4), key, None, devs)
         assert spread(chunk), chunk.sharding
     else:
         game = gs.load("liars_dice", dice0=1, dice1=1)
@@ -74,7 +75,9 @@ _WORKER = textwrap.dedent(
         uct = jaxcfr.ismcts("uct", capacity=64)
         u, r = jaxcfr.play(game, oos, uct, 5, 20, jax.random.key(5))
         out["step|u"], out["step|r"] = u, r
-        chunk = _match._play_chunk(game, oos, uct, 20, jnp.arange(4), jax.random.key(5))
+        chunk = _match._play_chunk(
+            game, oos, uct, 20, jnp.arange(4), jax.random.key(5), None, _match.split_devices()
+        )
         assert all(spread(x) for x in chunk), [x.sharding for x in chunk]
     np.savez(sys.argv[2], **{k: np.asarray(v) for k, v in out.items()})
     """

@@ -127,7 +127,7 @@ def test_a_bot_compiles_its_step_form_search_once_for_both_seats_and_any_budget(
     rnd = jaxcfr.random_bot()
     jaxcfr.play(game, oos, rnd, 4, 5, jax.random.key(0), chunk_size=4)
     jaxcfr.play(game, rnd, oos, 4, 9, jax.random.key(1), chunk_size=4)
-    search = _match._seat_fns(oos, _match._options(game)).search
+    search = _match._seat_fns(oos, _match._options(game), _match.split_devices()).search
     assert search._cache_size() == 1
 
 
@@ -142,7 +142,7 @@ def test_host_driven_step_engine_equals_the_one_program_engine(bot_index):
     other = jaxcfr.ismcts("rm", capacity=16)
     ids = jnp.arange(6, dtype=jnp.int32)
     key = jax.random.key(11)
-    u, r = _match._play_chunk_step(game, bot, other, 30, ids, key)
+    u, r = _match._play_chunk_step(game, bot, other, 30, ids, key, _match.split_devices())
     opts = smp.step_compiler_options() or None
     fused = jax.jit(_match._chunk, static_argnums=(0, 1, 2, 3, 6), compiler_options=opts)
     u_ref, r_ref = fused(game, bot, other, 30, ids, key, None)

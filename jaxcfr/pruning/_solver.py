@@ -792,17 +792,15 @@ def regret_pruning(
         hi, lo = _add_nodes(bs.nodes_hi, bs.nodes_lo, nodes)
         return BlockState(tuple(blocks), t, hi, lo, nodes, bs.rest)
 
-    def update(game: Game, state: PrunedState) -> PrunedState:
+    def check(game: Game, state: PrunedState) -> None:  # update's refusals (run_live too)
         check_keying(game)
         check_state(game, state)
+
+    def update(game: Game, state: PrunedState) -> PrunedState:
+        check(game, state)
         return from_blocks(step(game, to_blocks(game, state, used)))
 
     update.step_blocks = step  # run_live keeps its master copy in this layout
-
-    def check(game: Game, state: PrunedState) -> None:  # update's refusals, for run_live
-        check_keying(game)
-        check_state(game, state)
-
     update.check = check
     update.used_fields = used
 

@@ -196,14 +196,11 @@ class _SeatFns(NamedTuple):
     refusals: object
 
 
-def _engine_fns(options, devices=None) -> _EngineFns:
-    """The engine's jitted pieces, each split over ``devices`` (``shard_batch``: every
-    device its own rows; the game, static, and scalars shared)."""
-    return _engine_fns_on(options, split_devices(devices))
-
-
 @functools.lru_cache(maxsize=None)
-def _engine_fns_on(options, devs: tuple) -> _EngineFns:
+def _engine_fns(options, devs: tuple) -> _EngineFns:
+    """The engine's jitted pieces, each split over ``devs`` (``split_devices``'s tuple,
+    the cache key; ``shard_batch``: every device its own rows; the game, static, and
+    scalars shared)."""
     opts = dict(options) or None
 
     def jit(fn, axes):
@@ -217,14 +214,11 @@ def _engine_fns_on(options, devs: tuple) -> _EngineFns:
     )
 
 
-def _seat_fns(bot, options, devices=None) -> _SeatFns:
-    """The jitted pieces of one bot (cached per bot object: reuse a bot across calls
-    of ``jaxcfr.play`` to reuse its compiled search), split over ``devices``."""
-    return _seat_fns_on(bot, options, split_devices(devices))
-
-
 @functools.lru_cache(maxsize=None)
-def _seat_fns_on(bot, options, devs: tuple) -> _SeatFns:
+def _seat_fns(bot, options, devs: tuple) -> _SeatFns:
+    """The jitted pieces of one bot (cached per bot object: reuse a bot across calls
+    of ``jaxcfr.play`` to reuse its compiled search), split over ``devs``
+    (``split_devices``'s tuple)."""
     opts = dict(options) or None
 
     def split(fn, axes):
@@ -247,11 +241,10 @@ def _options(game):
     return tuple(sorted((_bots.compiler_options(game) or {}).items()))
 
 
-def _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key, devices=None):
+def _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key, devs: tuple):
     """One chunk of step-form matches, driven from the host: (u_0 [B], refusals [B, 2]);
-    B a multiple of the number of ``devices`` keeps every piece's rows on their device."""
+    B a multiple of the number of ``devs`` keeps every piece's rows on their device."""
     opts = _options(game)
-    devs = split_devices(devices)
     eng = _engine_fns(opts, devs)
     seats = [_seat_fns(b, opts, devs) for b in (bot_p1, bot_p2)]
     keys, h = eng.start(game, key, match_ids)
@@ -305,10 +298,9 @@ def compile_step_engine(game, bot_p1, bot_p2, iterations: int, batch: int, devic
     return out
 
 
-def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect=None, devices=None):
+def _play_chunk(game, bot_p1, bot_p2, iterations, match_ids, key, collect, devs: tuple):
     """One chunk of matches: compiled form one jitted call (``_chunk``); step form
-    driven from the host (``_play_chunk_step``); both split over ``devices``."""
-    devs = split_devices(devices)
+    driven from the host (``_play_chunk_step``); both split over ``devs``."""
     if smp.is_step(game):
         return _play_chunk_step(game, bot_p1, bot_p2, iterations, match_ids, key, devs)
     fn = _jitted(_options(game), devs)
@@ -325,12 +317,8 @@ def _chunk_split(devices, game, bot_p1, bot_p2, iterations, match_ids, key, coll
     return shard_batch(local, 0, devices)(match_ids)
 
 
-def _jitted(options, devices=None):
-    return _jitted_on(options, split_devices(devices))
-
-
 @functools.lru_cache(maxsize=None)
-def _jitted_on(options, devs: tuple):
+def _jitted(options, devs: tuple):
     return jax.jit(
         functools.partial(_chunk_split, devs),
         static_argnums=(1, 2, 3, 6),
