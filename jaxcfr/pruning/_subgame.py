@@ -27,17 +27,20 @@ One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on l
 unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I) U(I, a)
 at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
 above, computed from the state's mask once per stretch: the mask is frozen there). The
-dense master state is host numpy in the kernel's layout (a ``BlockState``: per player
-``[A, n_p]`` blocks, so a check transposes nothing; session 29): before a stretch the
-host gathers the sub-game's rows (columns)
+dense master state is kept on the device in the kernel's layout (a ``BlockState``: per
+player ``[A, n_p]`` blocks, so a check transposes nothing, session 29; on the device
+since session 30, so a check transfers no state): before a stretch one jitted call
+gathers the sub-game's rows (columns)
 into a compact state (``[A, n_p']`` blocks), one jitted call runs up to the k - 1
 iterations to the next scheduled check on the device (stopping before an iteration
 where (9) fails, which runs as a forced check), which then holds only the compact
 state and the live sub-game (the kernel's fields of the compact game, every other
-``Game`` field ``[0, ...]``, and the per-history tables), and the host scatters the
-rows back. The check runs the dense solver's update on
-the full game and the master state (CBR and the reset (7)/(8) from the one evaluation
-kernel, as before), both transferred for it when the caller keeps the game on the host;
+``Game`` field ``[0, ...]``, and the per-history tables), and one jitted call (the
+master donated) scatters the rows back; the opponent-frozen rows' catch-up is a host
+pass on their columns only (float64, as before: the same bits). The check runs the
+dense solver's update on the full game and the master state (donated; CBR and the reset
+(7)/(8) from the one evaluation kernel, as before), the game transferred for it when
+the caller keeps it on the host;
 see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I`` for a
 dummy).
 
@@ -1014,9 +1017,11 @@ def run_live(
     :class:`PrunedState` as host numpy arrays, the iterates of the dense solver up to
     summation order. ``state`` may start at any iteration.
 
-    Where things live: the dense master state is host numpy (a ``BlockState``, the
-    ``[A, n_p]`` blocks the check's ``step`` computes on), read and written only
-    around the stretches (gather / scatter of the live rows) and at the checks; a
+    Where things live: the dense master state is a device ``BlockState`` (the
+    ``[A, n_p]`` blocks the check's ``step`` computes on; session 30: no host copy
+    between checks, only the pruned mask and the left-out frozen rows' columns come
+    to the host), read and written only around the stretches (jitted gather / donated
+    scatter of the live rows) and at the checks (donated); a
     stretch's jitted call takes only the live sub-game's arrays (:func:`layout`: the
     kernel's fields of the compact game and the per-history tables) and the compact
     state. The check takes ``game`` and the master state: pass ``game`` as host numpy
