@@ -320,6 +320,12 @@ def _average_plan(game: Game, p: int, ssum: jax.Array) -> jax.Array:
     return sf.plan_block(game, avg, p)
 
 
+def _stacked_plans(game: Game, p: int, policies) -> jax.Array:
+    """``[N, A, n_p]``: :func:`sf.plan_block` of each of player p's ``[A, n_p]``
+    ``policies`` in one level loop (vmapped: the same products, one pass)."""
+    return jax.vmap(lambda pol: sf.plan_block(game, pol, p))(jnp.stack(policies))
+
+
 def _modified_plus(regrets, inst, t):
     """Interval RBP's CFR+ (NIPS 2015): regrets may go negative, but jump to 0 as soon
     as they increase: max(R, 0) + r where r > 0, else R + r."""
@@ -701,7 +707,20 @@ def regret_pruning(
             cb = sf.bottom_up(game, g_avg, p, policy, sf.combine_max, g_avg_root)
             cbv_a = cb.action_values
             cbv_i = over_actions(cb.infoset_values, shape)
-            below_end = _below(game, p, ended)
+            # one plan pass for three independent plans (session 30): the free plan of the
+            # ended branches (_below) and the average plans of X and S (the discard
+            # test), stacked; a product of the same factors, so the same bits
+            uniform = game.legal_uniform_t[:, game.player_slice(p)].astype(dtype)
+            plans = _stacked_plans(
+                game,
+                p,
+                (
+                    (~ended).astype(dtype),
+                    normalize_rows(b["X"], mask, uniform, axis=0),
+                    normalize_rows(b["S"], mask, uniform, axis=0),
+                ),
+            )
+            below_end = sf.own_reach_block(game, plans[0], p) == 0
             below_end_a = over_actions(below_end, shape) & mask
             R = jnp.where(ended, tf * cbv_a - over_actions(b["V"], shape), b["R"])
             R = jnp.where(below_end_a, tf * (cbv_a - cbv_i), R)
@@ -731,7 +750,7 @@ def regret_pruning(
             # the play since the branch last re-expanded (session 25: a branch cycling
             # through end / re-prune then lost its whole average, far past C / sqrt(t))
             live3 = over_actions(live2 & ~below_start, shape)
-            reach = jnp.maximum(_average_plan(game, p, b["X"]), _average_plan(game, p, b["S"]))
+            reach = jnp.maximum(plans[1], plans[2])
             cut = pr2 & live3 & ~disc & (reach <= threshold / jnp.sqrt(tf))
             disc = disc | cut
             gone = disc | over_actions(_below(game, p, disc), shape)

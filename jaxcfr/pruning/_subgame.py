@@ -27,17 +27,20 @@ One non-check iteration on the sub-game is the dense solver's: R(I, a) += r on l
 unpruned (I, a), S += w pi_i sigma, V(I) += v(I) on live I, B(I, a) += pi_{-i}(I) U(I, a)
 at pruned (I, a) of live I, the faced-plan sums X += x ("live": no pruned own sequence
 above, computed from the state's mask once per stretch: the mask is frozen there). The
-dense master state is host numpy in the kernel's layout (a ``BlockState``: per player
-``[A, n_p]`` blocks, so a check transposes nothing; session 29): before a stretch the
-host gathers the sub-game's rows (columns)
+dense master state is kept on the device in the kernel's layout (a ``BlockState``: per
+player ``[A, n_p]`` blocks, so a check transposes nothing, session 29; on the device
+since session 30, so a check transfers no state): before a stretch one jitted call
+gathers the sub-game's rows (columns)
 into a compact state (``[A, n_p']`` blocks), one jitted call runs up to the k - 1
 iterations to the next scheduled check on the device (stopping before an iteration
 where (9) fails, which runs as a forced check), which then holds only the compact
 state and the live sub-game (the kernel's fields of the compact game, every other
-``Game`` field ``[0, ...]``, and the per-history tables), and the host scatters the
-rows back. The check runs the dense solver's update on
-the full game and the master state (CBR and the reset (7)/(8) from the one evaluation
-kernel, as before), both transferred for it when the caller keeps the game on the host;
+``Game`` field ``[0, ...]``, and the per-history tables), and one jitted call (the
+master donated) scatters the rows back; the opponent-frozen rows' catch-up is a host
+pass on their columns only (float64, as before: the same bits). The check runs the
+dense solver's update on the full game and the master state (donated; CBR and the reset
+(7)/(8) from the one evaluation kernel, as before), the game transferred for it when
+the caller keeps it on the host;
 see docs/pruning.md. Shapes: layout ``rows`` ``[I']`` (full infoset id, ``I`` for a
 dummy).
 
@@ -569,14 +572,42 @@ def _catch_up(master: BlockState, game: Game, lay: Layout, c: dict, tolerance: f
     check prunes an action of a frozen row); the update is
     one host pass over the frozen rows. Equal to the dense sums up to float rounding
     (one product of sums instead of a sum of products)."""
-    if not lay.frozen or all(fz["rows"].size == 0 for fz in lay.frozen):
+    if not _has_frozen(lay):
         return
     starts = (0, master.blocks[0]["R"].shape[1])
     cols = [fz["rows"] - starts[p] for p, fz in enumerate(lay.frozen)]
     blocks = master.blocks
-    key = (tolerance, blocks[0]["R"].dtype.str) + tuple(
-        blocks[p]["R"][:, col].tobytes() + blocks[p]["pruned"][:, col].tobytes()
+    at = tuple(
+        {name: blocks[p][_BLOCK_OF[name]][:, col] for name in ("R", "pr", "S", "X")}
         for p, col in enumerate(cols)
+    )
+    new = _frozen_sums(
+        game,
+        lay,
+        tuple(b["R"] for b in blocks),
+        tuple(b["pruned"] for b in blocks),
+        at,
+        c,
+        tolerance,
+    )
+    for p, col in enumerate(cols):
+        if new[p] is not None:
+            blocks[p]["S"][:, col], blocks[p]["X"][:, col] = new[p]
+
+
+def _has_frozen(lay: Layout) -> bool:
+    """Whether ``lay`` left out any opponent-frozen row."""
+    return bool(lay.frozen) and any(fz["rows"].size for fz in lay.frozen)
+
+
+def _frozen_sums(game: Game, lay: Layout, regrets, pruned, at, c: dict, tolerance: float):
+    """The host pass of :func:`_catch_up` on the left-out frozen rows' columns: ``at``
+    per player a dict of host ``[A, n_f]`` arrays ``R``, ``pr``, ``S`` (after the window's
+    decay), ``X`` at the rows ``lay.frozen[p]["rows"]``; ``regrets``, ``pruned`` the full
+    ``[A, n_p]`` blocks (host or device) rho is computed from on a cache miss. Returns per
+    player the new ``(S, X)`` columns (``None`` where p has no frozen row)."""
+    key = (tolerance, at[0]["R"].dtype.str) + tuple(
+        a["R"].tobytes() + a["pr"].tobytes() for a in at
     )
     if lay.cache.get("key") != key:
         name = ("catch_up", tolerance)
@@ -584,23 +615,29 @@ def _catch_up(master: BlockState, game: Game, lay: Layout, c: dict, tolerance: f
             _FNS[name] = _catch_up_fn(tolerance)
         rho = _FNS[name](
             _catch_up_game(game),
-            tuple(b["R"] for b in blocks),
-            tuple(b["pruned"] for b in blocks),
+            tuple(regrets),
+            tuple(pruned),
             tuple(fz["row_front"] for fz in lay.frozen),
         )
+        starts = (0, lay.frozen[0]["row_front"].size)
         lay.cache["rho"] = tuple(
-            np.asarray(r, np.float64)[:, col] for r, col in zip(rho, cols, strict=True)
+            np.asarray(r, np.float64)[:, fz["rows"] - starts[p]]
+            for p, (r, fz) in enumerate(zip(rho, lay.frozen, strict=True))
         )
         lay.cache["key"] = key
         lay.cache["computed"] = lay.cache.get("computed", 0) + 1
+    out = []
     for p, fz in enumerate(lay.frozen):
         if fz["rows"].size == 0:
+            out.append(None)
             continue
-        col, rho = cols[p], lay.cache["rho"][p]  # [A, n]
+        rho, new = lay.cache["rho"][p], []  # [A, n]
         for name, acc in (("S", "aS"), ("X", "aX")):
             front = np.asarray(c[acc][p], np.float64)[fz["front"]]
-            table = blocks[p][name]
-            table[:, col] = (table[:, col] + rho * front[None]).astype(table.dtype)
+            table = at[p][name]
+            new.append((table + rho * front[None]).astype(table.dtype))
+        out.append(tuple(new))
+    return tuple(out)
 
 
 def live_payoff_entries(game: Game, pruned, dead: np.ndarray | None = None) -> np.ndarray:
@@ -827,10 +864,134 @@ def _scatter(
     return master._replace(iteration=np.array(np.asarray(c["t"])))
 
 
+def _device_indices(master: BlockState, lay: Layout) -> dict:
+    """The device index arrays of ``lay`` for the master copy kept on the device (built
+    once per layout, kept in ``lay.cache``): per player ``cols`` (the rows' columns of
+    p's ``[A, n_p]`` block, 0 for a dummy), ``dummy``, ``put`` (``cols`` with the dummies
+    at ``n_p``, out of bounds: dropped by the scatter) and ``fcols`` the left-out frozen
+    rows' columns padded to a size bucket (``n_p``: dropped; read as column 0)."""
+    if "device" not in lay.cache:
+        n = [master.blocks[p]["R"].shape[1] for p in (0, 1)]
+        starts = (0, n[0])
+        out = {"cols": [], "dummy": [], "put": [], "fcols": [], "nf": []}
+        for p, (col, dummy) in enumerate(_columns(master, lay)):
+            out["cols"].append(jnp.asarray(col, jnp.int32))
+            out["dummy"].append(jnp.asarray(dummy))
+            out["put"].append(jnp.asarray(np.where(dummy, n[p], col), jnp.int32))
+            f = lay.frozen[p]["rows"] - starts[p] if lay.frozen else np.zeros(0, np.int64)
+            pad = _bucket(f.size) - f.size
+            out["fcols"].append(jnp.asarray(np.concatenate([f, np.full(pad, n[p])]), jnp.int32))
+            out["nf"].append(int(f.size))
+        lay.cache["device"] = {k: tuple(v) for k, v in out.items()}
+    return lay.cache["device"]
+
+
+@jax.jit
+def _gather_device(master: BlockState, ix: dict, front: tuple):
+    """:func:`_gather` on the device master copy (``ix``: :func:`_device_indices`
+    without ``nf``; ``front``: ``lay.extra["front"]``, for the window sums' shapes), and
+    the left-out frozen rows' ``R``, ``pr``, ``S``, ``X`` columns (padded; the padding
+    reads column 0)."""
+    c = {}
+    for name, _, fill in _CARRY:
+        c[name] = tuple(
+            jnp.where(
+                ix["dummy"][p][None], fill, jnp.take(b[_BLOCK_OF[name]], ix["cols"][p], axis=1)
+            )
+            for p, b in enumerate(master.blocks)
+        )
+    c["V"] = tuple(
+        jnp.where(ix["dummy"][p], 0, b["V"][ix["cols"][p]]).astype(b["V"].dtype)
+        for p, b in enumerate(master.blocks)
+    )
+    c["t"] = master.iteration
+    dtype = master.blocks[0]["S"].dtype
+    for acc in ("aS", "aX"):
+        c[acc] = tuple(jnp.zeros(f.shape, dtype) for f in front)
+    c["fail"] = jnp.zeros((), bool)
+    c["dec"] = jnp.ones((), dtype)
+    at = tuple(
+        {
+            name: jnp.take(b[_BLOCK_OF[name]], jnp.where(f < b["R"].shape[1], f, 0), axis=1)
+            for name in ("R", "pr", "S", "X")
+        }
+        for b, f in zip(master.blocks, ix["fcols"], strict=True)
+    )
+    return c, at
+
+
+def _scatter_device_fn(master: BlockState, c: dict, ix: dict, frozen_sums):
+    """:func:`_scatter` on the device master copy (donated): the CFR+ decay ``dec`` on
+    every S, the compact state's live rows written back (dummies dropped), the left-out
+    frozen rows' new sums ``frozen_sums`` (per player ``(S, X)`` padded columns, or
+    ``None``: none) written at ``ix["fcols"]`` (padding dropped)."""
+    blocks = []
+    for p, b in enumerate(master.blocks):
+        b = dict(b)
+        b["S"] = b["S"] * c["dec"].astype(b["S"].dtype)
+        put = ix["put"][p]
+        for name, _, _ in _CARRY:
+            if name == "pr":  # the stretch never changes the pruned set
+                continue
+            field = _BLOCK_OF[name]
+            b[field] = b[field].at[:, put].set(c[name][p], mode="drop")
+        b["V"] = b["V"].at[put].set(c["V"][p], mode="drop")
+        if frozen_sums[p] is not None:
+            f = ix["fcols"][p]
+            b["S"] = b["S"].at[:, f].set(frozen_sums[p][0], mode="drop")
+            b["X"] = b["X"].at[:, f].set(frozen_sums[p][1], mode="drop")
+        blocks.append(b)
+    return master._replace(blocks=tuple(blocks), iteration=c["t"])
+
+
+_scatter_device = jax.jit(_scatter_device_fn, donate_argnums=(0,))
+
+
+def _stretch_on_device(master, game, lay, fn, n, tolerance):
+    """One stretch with the master copy on the device: gather, the jitted stretch
+    ``fn``, the frozen rows' catch-up (host pass on their columns only), scatter
+    (donated). Returns ``(master, ran, fail)``; on ``fail`` the master is unchanged."""
+    ix = _device_indices(master, lay)
+    dix = {k: v for k, v in ix.items() if k != "nf"}
+    c, at = _gather_device(master, dix, lay.extra["front"])
+    c, ran = fn(lay.game, lay.extra, c, np.int32(n))
+    if bool(c["fail"]):
+        return master, int(ran), True
+    sums = (None, None)
+    if _has_frozen(lay):
+        at = jax.device_get(at)
+        dec = np.asarray(c["dec"])
+        host = []
+        for p, a in enumerate(at):
+            nf = ix["nf"][p]
+            a = {k: np.ascontiguousarray(v[:, :nf]) for k, v in a.items()}
+            a["S"] = a["S"] * np.asarray(dec, a["S"].dtype)  # the window's decay, as _scatter
+            host.append(a)
+        acc = {k: jax.device_get(c[k]) for k in ("aS", "aX")}
+        new = _frozen_sums(
+            game,
+            lay,
+            tuple(b["R"] for b in master.blocks),
+            tuple(b["pruned"] for b in master.blocks),
+            tuple(host),
+            acc,
+            tolerance,
+        )
+        sums = tuple(
+            None
+            if v is None
+            else tuple(
+                np.pad(x, ((0, 0), (0, int(ix["fcols"][p].shape[0]) - x.shape[1]))) for x in v
+            )
+            for p, v in enumerate(new)
+        )
+    return _scatter_device(master, c, dix, sums), int(ran), False
+
+
 def _pruned_mask(master: BlockState) -> np.ndarray:
     """The master copy's pruned mask as a contiguous host ``[I, A]`` array."""
-    b0, b1 = master.blocks
-    return np.ascontiguousarray(np.concatenate([b0["pruned"], b1["pruned"]], axis=1).T)
+    b0, b1 = (np.asarray(b["pruned"]) for b in master.blocks)  # a device copy: one transfer
+    return np.ascontiguousarray(np.concatenate([b0, b1], axis=1).T)
 
 
 def run_live(
@@ -856,9 +1017,11 @@ def run_live(
     :class:`PrunedState` as host numpy arrays, the iterates of the dense solver up to
     summation order. ``state`` may start at any iteration.
 
-    Where things live: the dense master state is host numpy (a ``BlockState``, the
-    ``[A, n_p]`` blocks the check's ``step`` computes on), read and written only
-    around the stretches (gather / scatter of the live rows) and at the checks; a
+    Where things live: the dense master state is a device ``BlockState`` (the
+    ``[A, n_p]`` blocks the check's ``step`` computes on; session 30: no host copy
+    between checks, only the pruned mask and the left-out frozen rows' columns come
+    to the host), read and written only around the stretches (jitted gather / donated
+    scatter of the live rows) and at the checks (donated); a
     stretch's jitted call takes only the live sub-game's arrays (:func:`layout`: the
     kernel's fields of the compact game and the per-history tables) and the compact
     state. The check takes ``game`` and the master state: pass ``game`` as host numpy
@@ -913,7 +1076,7 @@ def run_live(
     step = getattr(solver.update, "step_blocks", None)
     if step is None:
         raise ValueError("run_live needs a solver built by jaxcfr.pruning.regret_pruning")
-    check = _cfr_cache(solver, "check", lambda: jax.jit(step))
+    check = _cfr_cache(solver, "check_donated", lambda: jax.jit(step, donate_argnums=(1,)))
     stats = {} if stats is None else stats
     for name in ("layouts", "checks", "unchanged", "stale"):
         stats.setdefault(name, 0)
@@ -934,11 +1097,11 @@ def run_live(
         state = solver.init(game)
     elif not isinstance(state, BlockState):  # update's refusals (keying, state kind):
         solver.update.check(game, state)  # the checks below run its step, not update
-    state = host_blocks(game, state)
+    state = _device(host_blocks(game, state))  # the master copy, kept on the device
     done = int(state.iteration)
     shapes = stats.setdefault("compiled", [])
     fn = _cfr_cache(solver, ("stretch", tol), lambda: _stretch_fn(solver, tol))
-    dense = _cfr_cache(solver, "dense", lambda: _dense_fn(solver))
+    dense = _cfr_cache(solver, "dense_donated", lambda: _dense_fn(solver))
     while done < iterations:
         forced = False
         # up to the iteration before the next scheduled check (t % k == 0)
@@ -971,38 +1134,42 @@ def run_live(
                 stats["live_entries"] = cur.live_entries
                 stats["rows"] = cur.rows.size
                 stats["frozen_rows"] = _frozen_count(cur)
-            c, ran = jax.device_get(fn(cur.game, cur.extra, _gather(state, cur), np.int32(n)))
-            if bool(c["fail"]):
+            state, ran, fail = _stretch_on_device(state, game, cur, fn, n, tol)
+            if fail:
                 # (9) failed inside a worst-case stretch (its failure is committed, not
                 # stopped at): the state's last check ended the branches for a shorter
                 # interval than k (a state from a run with a smaller check_every). The
                 # stretch is dropped; the window runs as the dense solver, which checks
                 # where a branch ends, through the scheduled check at this k.
                 m = min((done // k + 1) * k - done, iterations - done)
-                state = _host(dense(game, state, np.int32(m)))
+                state = dense(game, state, np.int32(m))
                 done += m
                 stats["dense"] += m
                 stats["resumed_dense"] = stats.get("resumed_dense", 0) + 1
                 continue
-            state = _scatter(state, game, cur, c, tol)
-            done += int(ran)
+            done += ran
             forced = int(ran) < n and done < iterations
             stats["forced"] += forced
         if done < iterations and forced and dense_after_forced:
             # the forced check and the rest of the window, through the scheduled check
             m = min((done // k + 1) * k - done, iterations - done)
-            state = _host(dense(game, state, np.int32(m)))
+            state = dense(game, state, np.int32(m))
             done += m
             stats["dense"] += m
         elif done < iterations:  # the scheduled check, or the forced one where (9) failed
-            state = _host(check(game, state))
+            state = check(game, state)
             done += 1
-    return from_blocks(state, np)
+    return from_blocks(_host(state), np)
 
 
 def _host(bs: BlockState) -> BlockState:
     """A writable host copy of a (device) :class:`BlockState`."""
     return jax.tree.map(np.array, bs)
+
+
+def _device(bs: BlockState) -> BlockState:
+    """A device copy of a host :class:`BlockState` (its own buffers: run_live donates them)."""
+    return jax.tree.map(jnp.array, bs)
 
 
 def _dense_fn(solver: Solver):
@@ -1014,7 +1181,7 @@ def _dense_fn(solver: Solver):
     def dense(game, state, m):
         return jax.lax.fori_loop(0, m, lambda i, s: step(game, s), state)
 
-    return jax.jit(dense)
+    return jax.jit(dense, donate_argnums=(1,))
 
 
 def _frozen_count(lay: Layout) -> int:
