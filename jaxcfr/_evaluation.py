@@ -466,13 +466,26 @@ def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
     computed once into its own buffer (:func:`jaxcfr._solver.materialized`): XLA:CPU
     otherwise fuses the deepest level's plan (two gathers and a product) into the
     gather at every payoff entry (518,400 on II-Goofspiel(6) for 102,799 plan slots)."""
-    plans = [materialized(sf.plan_block(game, blocks[p], p, compact)) for p in (0, 1)]
+    plans = [_plan(game, blocks[p], p, compact) for p in (0, 1)]
     values = []
     for p in (0, 1):
         g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact, grouped=True)
         bu = sf.bottom_up(game, g, p, blocks[p], sf.combine_max, g_root, compact)
         values.append(bu.root_value)
     return jnp.stack(values)
+
+
+# Whether the exact evaluation writes the compact plan's levels into one buffer
+# (:func:`jaxcfr._sequence_form.plan_block` ``written``); a switch for A/B measurements.
+PLAN_WRITTEN = True
+
+
+def _plan(game: Game, block: jax.Array, player: int, compact: bool) -> jax.Array:
+    """A player's plan in its own buffer: the compact layout's levels written into it
+    (``plan_block(..., written=True)``), else the concatenated plan materialized."""
+    if compact and PLAN_WRITTEN:
+        return sf.plan_block(game, block, player, True, written=True)
+    return materialized(sf.plan_block(game, block, player, compact))
 
 
 def nash_conv(game: Game, policy) -> jax.Array:
