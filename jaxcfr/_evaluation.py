@@ -463,9 +463,10 @@ def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
 
 def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
     """Both players' best-response values from the profile's blocks. Each plan is
-    computed once into its own buffer (:func:`jaxcfr._solver.materialized`): XLA:CPU
-    otherwise fuses the deepest level's plan (two gathers and a product) into the
-    gather at every payoff entry (518,400 on II-Goofspiel(6) for 102,799 plan slots)."""
+    computed once into its own buffer (:func:`_plan`: written level by level, or
+    :func:`jaxcfr._solver.materialized`): XLA:CPU otherwise fuses the deepest level's
+    plan (two gathers and a product) into the gather at every payoff entry (518,400 on
+    II-Goofspiel(6) for 102,799 plan slots)."""
     plans = [_plan(game, blocks[p], p, compact) for p in (0, 1)]
     values = []
     for p in (0, 1):
