@@ -254,10 +254,12 @@ def _prepared_blocks(game: Game, policy, check: bool):
     :func:`_poisoned` (NaN results for an invalid policy; applied to the few results,
     not to the blocks, where XLA would fuse the scalar's reductions into every element).
 
-    The ``[I, A]`` table is read once for the entry checks (one fused reduction) and once
+    The ``[I, A]`` table is read once for the entry checks (:func:`_entries_ok`) and once
     by :func:`jaxcfr._sequence_form.policy_blocks` (a transpose, or in the compact layout a
     gather of its legal slots); the row sums, renormalization and uniform fallback run on
-    the action-major blocks (sums over the major axis). Per row, the same operations as
+    the action-major blocks (sums over the major axis); the row-sum check compares the
+    sums the normalization computed (one buffer per piece) and all pieces' flags are
+    reduced at once. Per row, the same operations as
     :func:`jaxcfr._sequence_form.normalize_policy` in the same order, so the same bits."""
     policy = _as_float(game, policy)
     compact = sf.uses_compact(game)
@@ -268,15 +270,14 @@ def _prepared_blocks(game: Game, policy, check: bool):
         blocks.append(sf.by_level(game, p, compact, _normalize_block, raw[p], legal, uniform))
     if not check:
         return tuple(blocks), compact, None
-    ok = _entries_ok(game, policy)
+    bad = []  # per-infoset "row sum off by more than atol", every piece's
     for p in (0, 1):
         legal = sf.legal_block(game, p, compact)
-        levels = range(len(game.meta.infoset_levels[p])) if compact else [None]
-        for d in levels:  # the whole [A, n_p] block at once, or each compact level
-            w = raw[p] if d is None else sf.level_block(game, raw[p], p, d, True)
-            m = legal if d is None else sf.level_block(game, legal, p, d, True)
-            sums = sum_actions(jnp.where(m, w, 0.0), axis=0)
-            ok = ok & jnp.all(jnp.abs(sums - 1.0) <= DEFAULT_ATOL)
+        for w, m in _check_pieces(game, p, compact, raw[p], legal):
+            # the sum normalize_rows computes (same ops, materialized: XLA merges the two)
+            sums = materialized(sum_actions(jnp.where(m, w, 0.0), axis=0))
+            bad.append(~(jnp.abs(sums - 1.0) <= DEFAULT_ATOL))
+    ok = _entries_ok(game, policy) & ~jnp.any(jnp.concatenate(bad))
     return tuple(blocks), compact, ok
 
 
@@ -289,15 +290,53 @@ def _normalize_block(weights, legal, uniform):
     return normalize_rows(weights, legal, uniform, axis=0)
 
 
+# The entry check ORs the flat [I, A] badness over this many equal chunks (one elementwise
+# loop that XLA:CPU vectorizes) before its any-reduction: a boolean reduction over the whole
+# table runs as a chain of scalar reduce-windows (II-Goofspiel(6): 240 us of a 2.5 ms call,
+# session 30; docs/cfr.md "Exact exploitability").
+ENTRY_CHUNKS = 12
+
+
 def _entries_ok(game: Game, policy: jax.Array, atol: float = DEFAULT_ATOL) -> jax.Array:
     """Inside jit: no entry of the ``[I, A]`` ``policy`` is NaN or infinite, below
-    ``-atol``, or above ``atol`` on an illegal action, as one any-reduction over the table.
+    ``-atol``, or above ``atol`` on an illegal action.
 
     ``not (badness <= atol)`` is also true for NaN, so no separate finiteness test runs
     (one comparison per slot instead of a finiteness select and a max). ``+inf`` on a
-    legal action passes here and fails the row sums, which every caller checks with it."""
+    legal action passes here and fails the row sums, which every caller checks with it.
+    The flat badness is ORed across :data:`ENTRY_CHUNKS` equal chunks, then reduced (the
+    remainder of the division separately)."""
     p, legal = policy.reshape(-1), game.legal_mask.reshape(-1)  # flat: vectorized loops
-    return ~jnp.any(~(jnp.where(legal, -p, jnp.abs(p)) <= atol))
+    bad = ~(jnp.where(legal, -p, jnp.abs(p)) <= atol)
+    n = bad.shape[0] // ENTRY_CHUNKS
+    if n == 0:
+        return ~jnp.any(bad)
+    folded = bad[:n]
+    for k in range(1, ENTRY_CHUNKS):
+        folded = folded | bad[k * n : (k + 1) * n]
+    rest = bad[ENTRY_CHUNKS * n :]
+    return ~(jnp.any(folded) | jnp.any(rest)) if rest.shape[0] else ~jnp.any(folded)
+
+
+def _check_pieces(game: Game, player: int, compact: bool, raw: jax.Array, legal: jax.Array):
+    """``(weights, legal)`` pairs of the pieces :func:`jaxcfr._sequence_form.by_level`
+    normalizes (the whole ``[A, n_p]`` blocks, or each compact level's ``[W, n]`` pieces),
+    so the row-sum check reads the sums the normalization computes."""
+    if not compact:
+        return [(raw, legal)]
+    out = []
+    for d in range(len(game.meta.infoset_levels[player])):
+        if sf._split(game, player, d):
+            pieces = sf.level_pieces(game, raw, player, d), sf.level_pieces(game, legal, player, d)
+            out.extend(zip(*pieces, strict=True))
+        else:
+            out.append(
+                (
+                    sf.level_block(game, raw, player, d, True),
+                    sf.level_block(game, legal, player, d, True),
+                )
+            )
+    return out
 
 
 def _player_passes(game: Game, blocks, compact: bool, player: int, combines):
@@ -424,16 +463,30 @@ def br_values_unchecked(game: Game, policy: jax.Array) -> jax.Array:
 
 def _br_values(game: Game, blocks, compact: bool) -> jax.Array:
     """Both players' best-response values from the profile's blocks. Each plan is
-    computed once into its own buffer (:func:`jaxcfr._solver.materialized`): XLA:CPU
-    otherwise fuses the deepest level's plan (two gathers and a product) into the
-    gather at every payoff entry (518,400 on II-Goofspiel(6) for 102,799 plan slots)."""
-    plans = [materialized(sf.plan_block(game, blocks[p], p, compact)) for p in (0, 1)]
+    computed once into its own buffer (:func:`_plan`: written level by level, or
+    :func:`jaxcfr._solver.materialized`): XLA:CPU otherwise fuses the deepest level's
+    plan (two gathers and a product) into the gather at every payoff entry (518,400 on
+    II-Goofspiel(6) for 102,799 plan slots)."""
+    plans = [_plan(game, blocks[p], p, compact) for p in (0, 1)]
     values = []
     for p in (0, 1):
         g, g_root = sf.own_terminal_values(game, plans[1 - p], p, compact, grouped=True)
         bu = sf.bottom_up(game, g, p, blocks[p], sf.combine_max, g_root, compact)
         values.append(bu.root_value)
     return jnp.stack(values)
+
+
+# Whether the exact evaluation writes the compact plan's levels into one buffer
+# (:func:`jaxcfr._sequence_form.plan_block` ``written``); a switch for A/B measurements.
+PLAN_WRITTEN = True
+
+
+def _plan(game: Game, block: jax.Array, player: int, compact: bool) -> jax.Array:
+    """A player's plan in its own buffer: the compact layout's levels written into it
+    (``plan_block(..., written=True)``), else the concatenated plan materialized."""
+    if compact and PLAN_WRITTEN:
+        return sf.plan_block(game, block, player, True, written=True)
+    return materialized(sf.plan_block(game, block, player, compact))
 
 
 def nash_conv(game: Game, policy) -> jax.Array:
