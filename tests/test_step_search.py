@@ -379,8 +379,8 @@ def test_record_span_backup_adds_what_one_scatter_adds():
     rows[4, 7:] = [2, 4]
     rows[5, :3] = [5, 4, 3]
     rows[6] = np.arange(D) % R
-    values = rng.integers(-8, 9, (7, D, A)).astype(np.float32)
-    table = rng.integers(-8, 9, (7, R, A)).astype(np.float32)
+    values = rng.integers(-8, 9, (7, D, 2, A)).astype(np.float32)
+    table = rng.integers(-8, 9, (7, R, 2, A)).astype(np.float32)
 
     def span(t, r, v):
         return smp.add_record_span(t, r, lambda s, n: jax.lax.dynamic_slice_in_dim(v, s, n), K)
