@@ -670,6 +670,49 @@ def add_rows(table: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
     return table.at[rows].add(rounded(values.astype(table.dtype)), mode="drop")
 
 
+def add_record_span(table: jax.Array, rows: jax.Array, values_of, chunk: int) -> jax.Array:
+    """:func:`add_rows` of ``D`` stacked walk records, run only over the span of records
+    that update a row: ``table [R, k, A]``, ``rows [D]`` (rows ``>= R`` skipped),
+    ``values_of(s, K)`` the ``[K, k, A]`` values of records ``s .. s + K - 1`` (``s``
+    a traced int32, ``K`` static), so only the records scattered are computed.
+
+    The same adds as ``add_rows(table, rows, values_of(0, D))`` (each row at most once
+    per call gives the same bits). A step-form walk records all ``max_depth`` levels
+    (LD(2,2): 29), but only its in-tree part updates rows (a few records at the first
+    decision); XLA:CPU's scatter still visits every record. Here a ``lax.while_loop``
+    scatters ``K = chunk`` records a trip from the first updating record until past
+    the last, with the unbatched predicate of :func:`batch_all` (under ``jax.vmap`` it
+    runs until every element's span is done; an element's extra trips scatter only
+    rows ``>= R``). A chunk is a clamped ``dynamic_slice`` (start ``min(s, D - K)``):
+    records before ``s`` in it are pointed past the end.
+
+    One scatter per part ``j < k`` (``table[:, j]``, windows of A values): XLA:CPU
+    (old emitters, as the step form is jitted) expands a scatter into a loop over its
+    indices, run as one kernel when its cost model puts the loop under 1,024 bytes
+    accessed (``SmallWhileLoopHoistingPass``), else as about five kernels per index:
+    ISMCTS-RM's [3, 25] windows on LD(2,2) were over, 1,024 indices a trip at B = 256."""
+    R, D = table.shape[0], rows.shape[0]
+    K = min(chunk, D)
+    valid = rows < R
+    first = jnp.argmax(valid).astype(jnp.int32)
+    end = jnp.where(jnp.any(valid), D - jnp.argmax(valid[::-1]), 0).astype(jnp.int32)
+
+    def cond(c):
+        return ~batch_all(c[0] >= end)
+
+    def body(c):
+        start, t = c
+        s = jnp.minimum(start, D - K)
+        r = jax.lax.dynamic_slice_in_dim(rows, s, K)
+        r = jnp.where(s + jnp.arange(K, dtype=jnp.int32) >= start, r, R)
+        v = values_of(s, K)
+        for j in range(t.shape[1]):  # a scatter per part: [A] windows (see above)
+            t = t.at[r, j].add(rounded(v[:, j].astype(t.dtype)), mode="drop")
+        return start + K, t
+
+    return jax.lax.while_loop(cond, body, (first, table))[1]
+
+
 # ---------------------------------------------------------------- host tree
 @dataclasses.dataclass(frozen=True)
 class HostTree:

@@ -363,3 +363,33 @@ def test_draw_weights_at_own_nodes_keep_the_one_counted_child(name, params):
                 other_seen += 1
                 np.testing.assert_array_equal(got, counts.astype(np.float32))
     assert own_seen > 0 and other_seen > 0
+
+
+def test_record_span_backup_adds_what_one_scatter_adds():
+    # add_record_span scatters K records a trip from the first updating record to the
+    # last; under vmap the batch's spans differ (none, gaps, longer than K, ending at
+    # the last record, where the chunk's dynamic_slice clamps). The golden value is
+    # the one scatter-add of every record (numpy's np.add.at, rows >= R dropped).
+    R, D, A, K = 6, 9, 3, 4
+    rng = np.random.default_rng(0)
+    rows = np.full((7, D), R, np.int32)
+    rows[1, 2] = 1  # one record
+    rows[2, [0, 5, 8]] = [0, 3, 5]  # gaps, the last record (clamped chunk)
+    rows[3, 1:9] = [0, 1, 2, 3, 4, 5, 0, 1]  # longer than two chunks, a row twice
+    rows[4, 7:] = [2, 4]
+    rows[5, :3] = [5, 4, 3]
+    rows[6] = np.arange(D) % R
+    values = rng.integers(-8, 9, (7, D, 2, A)).astype(np.float32)
+    table = rng.integers(-8, 9, (7, R, 2, A)).astype(np.float32)
+
+    def span(t, r, v):
+        return smp.add_record_span(t, r, lambda s, n: jax.lax.dynamic_slice_in_dim(v, s, n), K)
+
+    got = np.asarray(jax.jit(jax.vmap(span))(table, rows, values))
+    want = table.copy()
+    for b in range(rows.shape[0]):
+        keep = rows[b] < R
+        np.add.at(want[b], rows[b][keep], values[b][keep])
+    np.testing.assert_array_equal(got, want)
+    one = np.asarray(jax.jit(span)(table[3], rows[3], values[3]))  # unbatched
+    np.testing.assert_array_equal(one, want[3])

@@ -222,11 +222,15 @@ class LiarsDiceStep(StepGame):
             self._count(need[None, :], have_k, opp_k),
             0.0,
         )
-        # a bid k: the state's bids plus k must be the key's bids up to k
-        bid_k = slots[:, None] == jnp.arange(self.num_bids)[None, :]  # [width, NB]
-        upto_k = jnp.arange(self.num_bids)[None, :] <= slots[:, None]
-        key_bids = t["bids"].astype(bool)[None, :]
-        bids_ok_k = jnp.all((state.bids[None, :] | bid_k) == (key_bids & upto_k), axis=1)
+        # a bid k: the state's bids plus k must be the key's bids up to k, i.e. they
+        # agree below k, the key bids k and the state has no bid above k (O(NB), not
+        # a [width, NB] comparison; slots k >= NB are masked below)
+        nb = jnp.arange(self.num_bids)
+        key_bids = t["bids"].astype(bool)
+        first_diff = jnp.min(jnp.where(state.bids != key_bids, nb, self.num_bids))
+        last_bid = jnp.max(jnp.where(state.bids, nb, -1))
+        key_k = jnp.zeros((width,), bool).at[: self.num_bids].set(key_bids[:width])
+        bids_ok_k = (slots <= first_diff) & key_k & (slots >= last_bid)
         count = self._count(need, have, opp_left)
         bid = jnp.where(bids_ok_k & c["dice_ok"] & (slots < self.num_bids), count, 0.0)
         chance = state.rolled < self.num_dice

@@ -231,6 +231,16 @@ def _rows(game, records, utility, selection, max_u, R=None):
     return jnp.stack(rows), jnp.stack(nv), jnp.stack(vv), jnp.stack(sv)
 
 
+# records a trip of the step form's span backup (smp.add_record_span); the in-tree
+# part of a simulation is a few records
+SPAN_CHUNK = 4
+
+
+def _slice(records, s, n):
+    """Records ``s .. s + n - 1`` of stacked step-form records."""
+    return jax.tree_util.tree_map(lambda x: jax.lax.dynamic_slice_in_dim(x, s, n), records)
+
+
 def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) -> _bots.Bot:
     """Information-set MCTS with UCT or regret-matching selection (OOS paper's baselines).
 
@@ -299,13 +309,22 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
                 game, tables, st, u, path_slot, depth, selection, c_uct, gamma, target
             )
             R = st.in_memory.shape[0]
-            rows, nv, vv, sv = _rows(game, records, utility, selection, max_u, R)
+
+            def values(recs):  # [n, k, A]: the rows are the same for every part
+                rows, nv, vv, sv = _rows(game, recs, utility, selection, max_u, R)
+                return rows, jnp.stack((nv, vv) if selection == "uct" else (nv, vv, sv), -2)
+
+            if paths is None:  # step form: the span of in-tree records only
+                rows = jnp.where(records.update, records.row, R)
+                stats = smp.add_record_span(
+                    st.stats, rows, lambda s, n: values(_slice(records, s, n))[1], SPAN_CHUNK
+                )
+            else:  # one scatter-add of [n, k, A] records
+                rows, vals = values(records)
+                stats = smp.add_rows(st.stats, rows, vals)
             in_memory, table = tbl.commit(
                 game, st, rows, carry.added, carry.added_key, carry.refused
             )
-            parts = (nv, vv) if selection == "uct" else (nv, vv, sv)
-            # one scatter-add of [n, k, A] records (the rows are the same for every part)
-            stats = smp.add_rows(st.stats, rows, jnp.stack(parts, axis=-2))
             return State(stats, in_memory, st.iteration + 1, table)
 
         return jax.lax.fori_loop(0, num_iterations, body, state)
