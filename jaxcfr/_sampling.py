@@ -189,8 +189,9 @@ class NodeTables:
     """Per-node data packed into one table, so that a walk step reads a node with one
     row gather (one random memory access per trip instead of two).
 
-    packed: [H, 1 + K + w (K + 1)] int32, w = float itemsize / 4: columns 0..K the
-      ints, then the floats' bits (``jax.lax.bitcast_convert_type``, exact).
+    packed: [Hw, 1 + K + w (K + 1)] int32, w = float itemsize / 4: columns 0..K the
+      ints, then the floats' bits (``jax.lax.bitcast_convert_type``, exact); the first
+      Hw nodes (:func:`num_wide_rows`: all H without compact rows).
     dtype: the float dtype (static).
 
     Read as the two logical tables (:attr:`ints`, :attr:`floats`):
@@ -266,24 +267,41 @@ def _pack(ints: jax.Array, floats: jax.Array) -> jax.Array:
 def node_tables(game: Game) -> NodeTables:
     """Pack the history tree for walking. Computed from the game's arrays in O(H K);
     inside a ``lax.scan`` over iterations XLA hoists it out of the loop (measured:
-    no difference from passing precomputed tables)."""
+    no difference from passing precomputed tables). With compact rows
+    (:func:`has_compact_rows`) the wide rows cover only the nodes up to the last level
+    holding chance nodes (:func:`num_wide_rows`), the only ones read from them."""
+    Hw = num_wide_rows(game)
     player = game.node_player
     is_player = player >= 0
     infoset = jnp.maximum(game.node_infoset, 0)
     code = jnp.where(is_player, infoset, player)
+    compact = compact_rows(game, code) if has_compact_rows(game) else None
+    player, is_player, infoset, code = player[:Hw], is_player[:Hw], infoset[:Hw], code[:Hw]
     dtype = game.node_chance_probs.dtype
     K = game.meta.max_children
     legal = pad_actions(game.legal_mask[infoset].astype(dtype), K)
     filler = pad_actions(jnp.ones((1, game.num_actions), dtype), K)
     row = jnp.where(
         (player == CHANCE)[:, None],
-        game.node_chance_probs,
+        game.node_chance_probs[:Hw],
         jnp.where(is_player[:, None], legal, filler),
     )
-    ints = jnp.concatenate([code[:, None], game.node_children], axis=1)
-    floats = jnp.concatenate([row, game.node_utility[:, None].astype(dtype)], axis=1)
-    compact = compact_rows(game, code) if has_compact_rows(game) else None
+    ints = jnp.concatenate([code[:, None], game.node_children[:Hw]], axis=1)
+    floats = jnp.concatenate([row, game.node_utility[:Hw, None].astype(dtype)], axis=1)
     return NodeTables(_pack(ints, floats), np.dtype(dtype), compact)
+
+
+def num_wide_rows(game: Game) -> int:
+    """Rows of :class:`NodeTables` ``packed`` (static): every node (H) without compact
+    rows; with them the nodes up to the end of the last level holding chance nodes (at
+    least 1): a walk reads the wide rows only at levels with chance nodes, where the
+    node is on that level or a terminal above it (LD(1,1): 7 of 294,883 rows)."""
+    H = int(game.meta.host["node_player"].shape[0])
+    if not has_compact_rows(game):
+        return H
+    kinds = level_kinds(game)
+    ends = [end for (_, end), k in zip(game.meta.node_levels, kinds, strict=True) if k.chance]
+    return max(ends, default=1)
 
 
 MAX_COMPACT_ACTIONS = 31  # the legal bitmask is one int32 (bits 0..30)
@@ -402,10 +420,11 @@ def read_nodes(
     ``width``: child slots to keep (default K; a level's :class:`LevelKinds` width).
     ``policy=False`` skips the regret gather (levels without player nodes, or
     solvers whose statistics are not regrets, where ``regrets`` may be None):
-    ``sigma`` is then zeros. ``chance=False`` (a level without chance nodes,
-    :class:`LevelKinds`): the nodes are read from the compact rows when the tables have
-    them (one 16-byte row instead of 8 (K + 1) bytes; the same values), else from the
-    wide rows.
+    ``sigma`` is then zeros. ``chance``: the level's :class:`LevelKinds` ``chance``
+    flag; False: the nodes are read from the compact rows when the tables have them (one
+    16-byte row instead of 8 (K + 1) bytes; the same values), else from the wide rows.
+    True: from the wide rows, which then hold only the nodes up to the last level with
+    chance nodes (:func:`num_wide_rows`), so it must be False at deeper levels.
     """
     K = game.meta.max_children
     W = K if width is None else width
