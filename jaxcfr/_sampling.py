@@ -127,6 +127,29 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
 
 
+def sample_set(mask: jax.Array, u: jax.Array) -> jax.Array:
+    """Uniform draw from a set: ``mask [..., W]`` bool (not all False), ``u [...]`` from
+    :func:`uniforms` -> int32 ``[...]``, the same index as
+    ``sample_index(mask.astype(u.dtype), u)`` bit for bit, in ``[..., W]`` integer work
+    instead of the ``[..., W, W]`` cdf reduction (W <= 31; wider masks go through
+    :func:`sample_index`).
+
+    With 0/1 weights the cdf is the exact count ``c_j`` of set slots ``<= j``, here
+    ``popcount(bits & (2^(j+1) - 1))`` of the mask's bits, and the total the set's size
+    n, so k = #{j : c_j <= u n} (u n in the float dtype, as :func:`sample_index`
+    computes it): the m-th set slot (0-based), m = floor(u n).
+    """
+    W = mask.shape[-1]
+    if W > 31:
+        return sample_index(mask.astype(u.dtype), u)
+    slots = jnp.arange(W, dtype=jnp.int32)
+    bits = jnp.sum(jnp.where(mask, jnp.left_shift(jnp.int32(1), slots), 0), axis=-1)
+    upto = jnp.left_shift(jnp.int32(2), slots) - 1  # bits 0..j
+    count = jax.lax.population_count(bits[..., None] & upto)  # [..., W] c_j
+    target = u * jax.lax.population_count(bits).astype(u.dtype)
+    return jnp.sum((count.astype(u.dtype) <= target[..., None]).astype(jnp.int32), axis=-1)
+
+
 def prefix_sums(probs: jax.Array) -> jax.Array:
     """``cdf [..., K]``: ``cdf_j`` the masked sum of ``probs[i]``, ``i <= j``: one
     ``[..., K, K]`` reduction, a single XLA kernel whatever K (a Python loop of K running
