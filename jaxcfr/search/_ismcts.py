@@ -183,7 +183,7 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
             # every UCT draw here is uniform over a set (the forced slot, the untried
             # actions, the greedy action or the legal actions): integer work instead
             # of the [B, W, W] cdf (smp.sample_set); sigma_k is unused by UCT
-            k = smp.sample_set(probs > 0, u[d])
+            k = smp.sample_set(smp.materialize(probs) > 0, u[d])
             sigma_k = jnp.ones((), dtype)
         else:
             probs = smp.materialize(probs)
