@@ -156,7 +156,13 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
                 total = jnp.sum(jnp.where(v.legal, n, 0.0))
                 safe_n = jnp.where(n > 0, n, 1.0)
                 score = val / safe_n + c_uct * jnp.sqrt(jnp.log(jnp.maximum(total, 1.0)) / safe_n)
-                best = jnp.argmax(jnp.where(v.legal, score, -jnp.inf))
+                masked = jnp.where(v.legal, score, -jnp.inf)
+                # argmax as the first index of the max: two plain reductions instead of
+                # one (value, index) pair reduction (the same index: the scores are not
+                # NaN; paired 1.26x CPU per simulation, LD(1,1) B = 512, session 30)
+                top = jnp.max(masked)
+                iota = jnp.arange(game.num_actions)
+                best = jnp.min(jnp.where(masked == top, iota, game.num_actions))
                 greedy = (jnp.arange(game.num_actions) == best).astype(dtype)
                 pick = jnp.where(jnp.any(untried), untried.astype(dtype), greedy)
                 p = uniform
