@@ -142,7 +142,7 @@ def sample_set(mask: jax.Array, u: jax.Array) -> jax.Array:
     W = mask.shape[-1]
     if W > 31:
         return sample_index(mask.astype(u.dtype), u)
-    slots = jnp.arange(W, dtype=jnp.int32)
+    slots = jnp.arange(W, dtype=jnp.int32).reshape((1,) * (mask.ndim - 1) + (W,))
     bits = jnp.sum(jnp.where(mask, jnp.left_shift(jnp.int32(1), slots), 0), axis=-1)
     upto = jnp.left_shift(jnp.int32(2), slots) - 1  # bits 0..j
     count = jax.lax.population_count(bits[..., None] & upto)  # [..., W] c_j
@@ -377,7 +377,7 @@ def compact_rows(game: Game, code: jax.Array) -> jax.Array:
         (code >= 0)[:, None], game.legal_mask[infoset], (code == TERMINAL)[:, None]
     )  # [H, A]
     weights = jnp.left_shift(jnp.int32(1), jnp.arange(A, dtype=jnp.int32))
-    bits = jnp.sum(jnp.where(legal, weights, 0), axis=1, dtype=jnp.int32)
+    bits = jnp.sum(jnp.where(legal, weights[None, :], 0), axis=1, dtype=jnp.int32)
     dtype = game.node_chance_probs.dtype
     util = jax.lax.bitcast_convert_type(game.node_utility.astype(dtype), jnp.int32)
     util = util.reshape(util.shape[0], -1)
@@ -396,9 +396,9 @@ def _read_compact(game: Game, tables: NodeTables, h: jax.Array, W: int):
     w = np.dtype(tables.dtype).itemsize // 4
     word = r[..., 3 : 3 + w] if w > 1 else r[..., 3]
     utility = jax.lax.bitcast_convert_type(word, tables.dtype)
-    slots = jnp.arange(max(W, A), dtype=jnp.int32)
+    slots = jnp.arange(max(W, A), dtype=jnp.int32).reshape((1,) * code.ndim + (-1,))
     on = (jnp.right_shift(bits[..., None], slots) & 1) > 0  # [..., max(W, A)]
-    below = jnp.left_shift(jnp.int32(1), slots[:W]) - 1
+    below = jnp.left_shift(jnp.int32(1), slots[..., :W]) - 1
     rank = jax.lax.population_count(bits[..., None] & below)
     live = on[..., :W] & (code >= 0)[..., None]
     children = jnp.where(live, first[..., None] + rank, -1)
