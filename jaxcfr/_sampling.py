@@ -287,18 +287,21 @@ def _pack(ints: jax.Array, floats: jax.Array) -> jax.Array:
     return jnp.concatenate([ints.astype(jnp.int32), bits], axis=1)
 
 
-def node_tables(game: Game) -> NodeTables:
+def node_tables(game: Game, compact: bool | None = None) -> NodeTables:
     """Pack the history tree for walking. Computed from the game's arrays in O(H K);
     inside a ``lax.scan`` over iterations XLA hoists it out of the loop (measured:
-    no difference from passing precomputed tables). With compact rows
-    (:func:`has_compact_rows`) the wide rows cover only the nodes up to the last level
-    holding chance nodes (:func:`num_wide_rows`), the only ones read from them."""
-    Hw = num_wide_rows(game)
+    no difference from passing precomputed tables). ``compact``: build the compact
+    rows (:func:`uses_compact_rows`; None: when the game allows them and its wide rows
+    would take at least :data:`COMPACT_MIN_BYTES`); the wide rows then cover only the
+    nodes up to the last level holding chance nodes (:func:`num_wide_rows`), the only
+    ones read from them."""
+    compact = uses_compact_rows(game) if compact is None else compact and has_compact_rows(game)
+    Hw = num_wide_rows(game) if compact else game.node_player.shape[0]
     player = game.node_player
     is_player = player >= 0
     infoset = jnp.maximum(game.node_infoset, 0)
     code = jnp.where(is_player, infoset, player)
-    compact = compact_rows(game, code) if has_compact_rows(game) else None
+    compact = compact_rows(game, code) if compact else None
     player, is_player, infoset, code = player[:Hw], is_player[:Hw], infoset[:Hw], code[:Hw]
     dtype = game.node_chance_probs.dtype
     K = game.meta.max_children
@@ -314,13 +317,28 @@ def node_tables(game: Game) -> NodeTables:
     return NodeTables(_pack(ints, floats), np.dtype(dtype), compact)
 
 
+# Compact rows by default only from this size of the wide rows on: Leduc's (0.5 MB,
+# cached either way) read 0.97-0.98x CPU per simulation with them (RM, OOS at B = 512,
+# paired), LD(1,1)'s (33 MB) 1.1-1.5x (session 30)
+COMPACT_MIN_BYTES = 4 << 20
+
+
+def uses_compact_rows(game: Game) -> bool:
+    """Whether :func:`node_tables` builds compact rows by default: the game allows
+    them (:func:`has_compact_rows`) and its wide rows would take at least
+    :data:`COMPACT_MIN_BYTES`."""
+    H, K = game.meta.host["node_children"].shape
+    w = np.dtype(game.node_chance_probs.dtype).itemsize // 4
+    return has_compact_rows(game) and H * (1 + K + w * (K + 1)) * 4 >= COMPACT_MIN_BYTES
+
+
 def num_wide_rows(game: Game) -> int:
     """Rows of :class:`NodeTables` ``packed`` (static): every node (H) without compact
     rows; with them the nodes up to the end of the last level holding chance nodes (at
     least 1): a walk reads the wide rows only at levels with chance nodes, where the
     node is on that level or a terminal above it (LD(1,1): 7 of 294,883 rows)."""
     H = int(game.meta.host["node_player"].shape[0])
-    if not has_compact_rows(game):
+    if not has_compact_rows(game):  # callers build no compact rows then
         return H
     kinds = level_kinds(game)
     ends = [end for (_, end), k in zip(game.meta.node_levels, kinds, strict=True) if k.chance]

@@ -221,16 +221,15 @@ def test_sample_set_is_sample_index_on_a_set(W):
         ("ii_goofspiel", {"num_cards": 4}),
     ],
 )
-def test_compact_rows_read_as_the_wide_rows(name, params, monkeypatch):
+def test_compact_rows_read_as_the_wide_rows(name, params):
     """At every player and terminal node, ``read_nodes`` from the compact rows
     (``chance=False``) gives the wide rows' view bit for bit at every level width, and
     ``node_utility`` the same u_0; the wide rows then stop after the last chance level."""
     game = gt.load(name, **params)
     assert smp.has_compact_rows(game)
-    tables = smp.node_tables(game)
-    with monkeypatch.context() as m:
-        m.setattr(smp, "has_compact_rows", lambda g: False)
-        wide = smp.node_tables(game)
+    assert smp.uses_compact_rows(game) == (name == "liars_dice")  # by the wide rows' size
+    tables = smp.node_tables(game, compact=True)
+    wide = smp.node_tables(game, compact=False)
     H = game.node_player.shape[0]
     assert wide.compact is None and wide.packed.shape[0] == H
     assert tables.packed.shape[0] == smp.num_wide_rows(game) < H
