@@ -333,10 +333,12 @@ def uses_compact_rows(game: Game) -> bool:
 
 
 def num_wide_rows(game: Game) -> int:
-    """Rows of :class:`NodeTables` ``packed`` (static): every node (H) without compact
-    rows; with them the nodes up to the end of the last level holding chance nodes (at
-    least 1): a walk reads the wide rows only at levels with chance nodes, where the
-    node is on that level or a terminal above it (LD(1,1): 7 of 294,883 rows)."""
+    """Rows of :class:`NodeTables` ``packed`` (static) when :func:`node_tables` builds
+    compact rows: the nodes up to the end of the last level holding chance nodes (at
+    least 1); a walk reads the wide rows only at levels with chance nodes, where the
+    node is on that level or a terminal above it (LD(1,1): 7 of 294,883 rows). H for a
+    game without compact rows (:func:`has_compact_rows`); without compact rows
+    :func:`node_tables` keeps all H."""
     H = int(game.meta.host["node_player"].shape[0])
     if not has_compact_rows(game):  # callers build no compact rows then
         return H
