@@ -192,7 +192,7 @@ def _traverse(game: Game, tables: smp.NodeTables, regrets, u, player: int):
         valid = frontier >= 0
         has_players = any(kinds.players)
         v = smp.read_nodes(
-            game, tables, regrets, jnp.maximum(frontier, 0), kinds.width, policy=has_players
+            game, tables, regrets, jnp.maximum(frontier, 0), kinds.width, has_players, kinds.chance
         )
         acting = valid & (v.code >= 0)
         no = jnp.zeros(frontier.shape, bool)

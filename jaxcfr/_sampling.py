@@ -127,6 +127,29 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
 
 
+def sample_set(mask: jax.Array, u: jax.Array) -> jax.Array:
+    """Uniform draw from a set: ``mask [..., W]`` bool (not all False), ``u [...]`` from
+    :func:`uniforms` -> int32 ``[...]``, the same index as
+    ``sample_index(mask.astype(u.dtype), u)`` bit for bit, in ``[..., W]`` integer work
+    instead of the ``[..., W, W]`` cdf reduction (W <= 31; wider masks go through
+    :func:`sample_index`).
+
+    With 0/1 weights the cdf is the exact count ``c_j`` of set slots ``<= j``, here
+    ``popcount(bits & (2^(j+1) - 1))`` of the mask's bits, and the total the set's size
+    n, so k = #{j : c_j <= u n} (u n in the float dtype, as :func:`sample_index`
+    computes it): the m-th set slot (0-based), m = floor(u n).
+    """
+    W = mask.shape[-1]
+    if W > 31:
+        return sample_index(mask.astype(u.dtype), u)
+    slots = jnp.arange(W, dtype=jnp.int32).reshape((1,) * (mask.ndim - 1) + (W,))
+    bits = jnp.sum(jnp.where(mask, jnp.left_shift(jnp.int32(1), slots), 0), axis=-1)
+    upto = jnp.left_shift(jnp.int32(2), slots) - 1  # bits 0..j
+    count = jax.lax.population_count(bits[..., None] & upto)  # [..., W] c_j
+    target = u * jax.lax.population_count(bits).astype(u.dtype)
+    return jnp.sum((count.astype(u.dtype) <= target[..., None]).astype(jnp.int32), axis=-1)
+
+
 def prefix_sums(probs: jax.Array) -> jax.Array:
     """``cdf [..., K]``: ``cdf_j`` the masked sum of ``probs[i]``, ``i <= j``: one
     ``[..., K, K]`` reduction, a single XLA kernel whatever K (a Python loop of K running
@@ -189,8 +212,9 @@ class NodeTables:
     """Per-node data packed into one table, so that a walk step reads a node with one
     row gather (one random memory access per trip instead of two).
 
-    packed: [H, 1 + K + w (K + 1)] int32, w = float itemsize / 4: columns 0..K the
-      ints, then the floats' bits (``jax.lax.bitcast_convert_type``, exact).
+    packed: [Hw, 1 + K + w (K + 1)] int32, w = float itemsize / 4: columns 0..K the
+      ints, then the floats' bits (``jax.lax.bitcast_convert_type``, exact); the first
+      Hw nodes (:func:`num_wide_rows`: all H without compact rows).
     dtype: the float dtype (static).
 
     Read as the two logical tables (:attr:`ints`, :attr:`floats`):
@@ -200,10 +224,18 @@ class NodeTables:
       the legal mask (1.0 / 0.0, padded to K) at player nodes and ones on the first A
       slots at terminals (so the policy read there is finite; it is never used);
       column K the utility u_0 (``node_utility``).
+    compact: [H, 3 + w] int32 or None: the compact row of every node, read instead of
+      ``packed`` at the levels without chance nodes (:func:`compact_rows`; None when the
+      game does not allow it, :func:`has_compact_rows`): column 0 the code (as in
+      ``ints``), 1 the first child, 2 the legal actions as a bitmask (bit a for action
+      a; all A bits at terminals), then the bits of u_0. 16 bytes a row in float32
+      instead of ``packed``'s 8 (K + 1) (LD(1,1): 4.7 MB instead of 33 MB, which stays in
+      a 32 MiB L3 cache).
     """
 
     packed: jax.Array
     dtype: np.dtype = dataclasses.field(metadata=dict(static=True))
+    compact: jax.Array | None = None
 
     @property
     def num_ints(self) -> int:
@@ -235,6 +267,9 @@ def node_utility(tables: NodeTables, h: jax.Array, K: int) -> jax.Array:
     """u_0 of the nodes ``h`` ([...] int32): float column ``K`` of the packed table, only
     its own word(s) gathered."""
     w = np.dtype(tables.dtype).itemsize // 4
+    if tables.compact is not None:  # the same bits, from the small table
+        word = tables.compact.at[h, 3 : 3 + w].get(mode="promise_in_bounds")
+        return jax.lax.bitcast_convert_type(word if w > 1 else word[..., 0], tables.dtype)
     start = tables.num_ints + K * w
     if w == 1:
         word = tables.packed.at[h, start].get(mode="promise_in_bounds")
@@ -252,26 +287,142 @@ def _pack(ints: jax.Array, floats: jax.Array) -> jax.Array:
     return jnp.concatenate([ints.astype(jnp.int32), bits], axis=1)
 
 
-def node_tables(game: Game) -> NodeTables:
+def node_tables(game: Game, compact: bool | None = None) -> NodeTables:
     """Pack the history tree for walking. Computed from the game's arrays in O(H K);
     inside a ``lax.scan`` over iterations XLA hoists it out of the loop (measured:
-    no difference from passing precomputed tables)."""
+    no difference from passing precomputed tables). ``compact``: build the compact
+    rows (:func:`uses_compact_rows`; None: when the game allows them and its wide rows
+    would take at least :data:`COMPACT_MIN_BYTES`); the wide rows then cover only the
+    nodes up to the last level holding chance nodes (:func:`num_wide_rows`), the only
+    ones read from them."""
+    compact = uses_compact_rows(game) if compact is None else compact and has_compact_rows(game)
+    Hw = num_wide_rows(game) if compact else game.node_player.shape[0]
     player = game.node_player
     is_player = player >= 0
     infoset = jnp.maximum(game.node_infoset, 0)
     code = jnp.where(is_player, infoset, player)
+    compact = compact_rows(game, code) if compact else None
+    player, is_player, infoset, code = player[:Hw], is_player[:Hw], infoset[:Hw], code[:Hw]
     dtype = game.node_chance_probs.dtype
     K = game.meta.max_children
     legal = pad_actions(game.legal_mask[infoset].astype(dtype), K)
     filler = pad_actions(jnp.ones((1, game.num_actions), dtype), K)
     row = jnp.where(
         (player == CHANCE)[:, None],
-        game.node_chance_probs,
+        game.node_chance_probs[:Hw],
         jnp.where(is_player[:, None], legal, filler),
     )
-    ints = jnp.concatenate([code[:, None], game.node_children], axis=1)
-    floats = jnp.concatenate([row, game.node_utility[:, None].astype(dtype)], axis=1)
-    return NodeTables(_pack(ints, floats), np.dtype(dtype))
+    ints = jnp.concatenate([code[:, None], game.node_children[:Hw]], axis=1)
+    floats = jnp.concatenate([row, game.node_utility[:Hw, None].astype(dtype)], axis=1)
+    return NodeTables(_pack(ints, floats), np.dtype(dtype), compact)
+
+
+# Compact rows by default only from this size of the wide rows on: Leduc's (0.5 MB,
+# cached either way) read 0.97-0.98x CPU per simulation with them (RM, OOS at B = 512,
+# paired), LD(1,1)'s (33 MB) 1.1-1.5x (session 30)
+COMPACT_MIN_BYTES = 4 << 20
+
+
+def uses_compact_rows(game: Game) -> bool:
+    """Whether :func:`node_tables` builds compact rows by default: the game allows
+    them (:func:`has_compact_rows`) and its wide rows would take at least
+    :data:`COMPACT_MIN_BYTES`."""
+    H, K = game.meta.host["node_children"].shape
+    w = np.dtype(game.node_chance_probs.dtype).itemsize // 4
+    return has_compact_rows(game) and H * (1 + K + w * (K + 1)) * 4 >= COMPACT_MIN_BYTES
+
+
+def num_wide_rows(game: Game) -> int:
+    """Rows of :class:`NodeTables` ``packed`` (static) when :func:`node_tables` builds
+    compact rows: the nodes up to the end of the last level holding chance nodes (at
+    least 1); a walk reads the wide rows only at levels with chance nodes, where the
+    node is on that level or a terminal above it (LD(1,1): 7 of 294,883 rows). H for a
+    game without compact rows (:func:`has_compact_rows`); without compact rows
+    :func:`node_tables` keeps all H."""
+    H = int(game.meta.host["node_player"].shape[0])
+    if not has_compact_rows(game):  # callers build no compact rows then
+        return H
+    kinds = level_kinds(game)
+    ends = [end for (_, end), k in zip(game.meta.node_levels, kinds, strict=True) if k.chance]
+    return max(ends, default=1)
+
+
+MAX_COMPACT_ACTIONS = 31  # the legal bitmask is one int32 (bits 0..30)
+
+
+def has_compact_rows(game: Game) -> bool:
+    """Whether :func:`compact_rows` describes the game's player and terminal nodes
+    exactly (host check, memoized in ``game.meta.host``): A <= 31, and at every player
+    node the child slots used are the legal actions and their children consecutive ids
+    in slot order (``node_children[h, a] = first + #{legal b < a}``), at every terminal
+    none. True for every game the compiler's breadth-first layout produces; a game
+    that fails it is walked with the wide rows only."""
+    host = game.meta.host
+    ok = host.get("compact_rows")
+    if ok is not None:
+        return ok
+    A = game.num_actions
+    player = host["node_player"]
+    kids = np.asarray(host["node_children"])
+    ok = A <= MAX_COMPACT_ACTIONS
+    if ok:
+        term = kids[player == TERMINAL]
+        ok = bool((term < 0).all())
+    if ok:
+        pl = player >= 0
+        legal = np.asarray(host["legal_mask"], bool)[np.asarray(host["node_infoset"])[pl]]
+        pk = kids[pl]
+        legal_k = np.zeros(pk.shape, bool)
+        legal_k[:, :A] = legal
+        rank = np.cumsum(legal_k, axis=1) - 1
+        first = np.where(legal_k, pk, np.iinfo(np.int32).max).min(axis=1)
+        expect = np.where(legal_k, first[:, None] + rank, -1)
+        ok = bool((legal.any(axis=1)).all() and (pk == expect).all())
+    host["compact_rows"] = bool(ok)
+    return bool(ok)
+
+
+def compact_rows(game: Game, code: jax.Array) -> jax.Array:
+    """``[H, 3 + w]`` int32 compact node rows (:class:`NodeTables` ``compact``) from the
+    game's arrays, ``code`` [H] the node codes: first child (smallest child id; 0 where
+    none), legal bitmask (the infoset's legal actions at player nodes, all A at
+    terminals and 0 at chance nodes, whose rows are never read), u_0's bits."""
+    A = game.num_actions
+    kids = game.node_children
+    big = jnp.iinfo(jnp.int32).max
+    first = jnp.min(jnp.where(kids >= 0, kids, big), axis=1)
+    first = jnp.where(first == big, 0, first).astype(jnp.int32)
+    infoset = jnp.maximum(game.node_infoset, 0)
+    legal = jnp.where(
+        (code >= 0)[:, None], game.legal_mask[infoset], (code == TERMINAL)[:, None]
+    )  # [H, A]
+    weights = jnp.left_shift(jnp.int32(1), jnp.arange(A, dtype=jnp.int32))
+    bits = jnp.sum(jnp.where(legal, weights[None, :], 0), axis=1, dtype=jnp.int32)
+    dtype = game.node_chance_probs.dtype
+    util = jax.lax.bitcast_convert_type(game.node_utility.astype(dtype), jnp.int32)
+    util = util.reshape(util.shape[0], -1)
+    return jnp.concatenate(
+        [code[:, None].astype(jnp.int32), first[:, None], bits[:, None], util], 1
+    )
+
+
+def _read_compact(game: Game, tables: NodeTables, h: jax.Array, W: int):
+    """``(code, legal [..., A], row [..., W], children [..., W], utility)`` of the nodes
+    ``h`` from the compact rows, bit for bit those of the wide rows at player and
+    terminal nodes (:func:`read_nodes`)."""
+    A = game.num_actions
+    r = tables.compact.at[h].get(mode="promise_in_bounds")
+    code, first, bits = r[..., 0], r[..., 1], r[..., 2]
+    w = np.dtype(tables.dtype).itemsize // 4
+    word = r[..., 3 : 3 + w] if w > 1 else r[..., 3]
+    utility = jax.lax.bitcast_convert_type(word, tables.dtype)
+    slots = jnp.arange(max(W, A), dtype=jnp.int32).reshape((1,) * code.ndim + (-1,))
+    on = (jnp.right_shift(bits[..., None], slots) & 1) > 0  # [..., max(W, A)]
+    below = jnp.left_shift(jnp.int32(1), slots[..., :W]) - 1
+    rank = jax.lax.population_count(bits[..., None] & below)
+    live = on[..., :W] & (code >= 0)[..., None]
+    children = jnp.where(live, first[..., None] + rank, -1)
+    return code, on[..., :A], on[..., :W].astype(tables.dtype), children, utility
 
 
 class NodeView(NamedTuple):
@@ -304,6 +455,7 @@ def read_nodes(
     h: jax.Array,
     width: int | None = None,
     policy: bool = True,
+    chance: bool = True,
 ) -> NodeView:
     """Gather node data and the current policy (regret matching on ``regrets``, positive
     regrets at or below :func:`jaxcfr._solver.regret_tolerance` treated as 0) at ``h``.
@@ -311,22 +463,30 @@ def read_nodes(
     ``width``: child slots to keep (default K; a level's :class:`LevelKinds` width).
     ``policy=False`` skips the regret gather (levels without player nodes, or
     solvers whose statistics are not regrets, where ``regrets`` may be None):
-    ``sigma`` is then zeros.
+    ``sigma`` is then zeros. ``chance``: the level's :class:`LevelKinds` ``chance``
+    flag; False: the nodes are read from the compact rows when the tables have them (one
+    16-byte row instead of 8 (K + 1) bytes; the same values), else from the wide rows.
+    True: from the wide rows, which then hold only the nodes up to the last level with
+    chance nodes (:func:`num_wide_rows`), so it must be False at deeper levels.
     """
     K = game.meta.max_children
     W = K if width is None else width
-    ints, floats = split_row(tables, tables.packed.at[h].get(mode="promise_in_bounds"))
-    code = ints[..., 0]
-    row = floats[..., :W]
+    if not chance and tables.compact is not None:
+        code, legal, row, children, utility = _read_compact(game, tables, h, W)
+    else:
+        ints, floats = split_row(tables, tables.packed.at[h].get(mode="promise_in_bounds"))
+        code = ints[..., 0]
+        row = floats[..., :W]
+        legal = floats[..., : game.num_actions] > 0
+        children, utility = ints[..., 1 : 1 + W], floats[..., K]
     infoset = jnp.maximum(code, 0)
     player = (infoset >= game.meta.infosets_per_player[0]).astype(jnp.int32)
-    legal = floats[..., : game.num_actions] > 0
     if policy:
         rows = regrets.at[infoset].get(mode="promise_in_bounds")
         sigma = regret_matching(rows, legal, tolerance=regret_tolerance(game, regrets.dtype))
     else:
-        sigma = jnp.zeros(legal.shape, floats.dtype if regrets is None else regrets.dtype)
-    return NodeView(code, player, infoset, legal, sigma, row, ints[..., 1 : 1 + W], floats[..., K])
+        sigma = jnp.zeros(legal.shape, tables.dtype if regrets is None else regrets.dtype)
+    return NodeView(code, player, infoset, legal, sigma, row, children, utility)
 
 
 def is_step(game) -> bool:
@@ -468,7 +628,7 @@ def walk(
     d0 = loop_levels(game) if loop else len(levels)
     for d, kinds in enumerate(levels[:d0]):
         policy = regrets is not None and any(kinds.players)
-        v = read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
+        v = read_nodes(game, tables, regrets, h, kinds.width, policy, kinds.chance)
         k, carry, rec = step(d, kinds, v, carry)
         records.append(rec)
         h = jnp.where(v.code == TERMINAL, h, select(v.children, k))
@@ -528,7 +688,7 @@ def _walk_loop(game: Game, tables: NodeTables, step, carry, regrets, h, d0: int)
     policy = regrets is not None
 
     def read(h):
-        return read_nodes(game, tables, regrets, h, kinds.width, policy=policy)
+        return read_nodes(game, tables, regrets, h, kinds.width, policy, kinds.chance)
 
     def follow(h, v, k):
         return jnp.where(v.code == TERMINAL, h, select(v.children, k))

@@ -193,6 +193,59 @@ def test_sample_index_matches_probabilities():
     assert int(smp.sample_index(probs[None], jnp.zeros((1,)))[0]) == 1
 
 
+@pytest.mark.parametrize("W", [1, 2, 3, 6, 13, 20, 31, 36])
+def test_sample_set_is_sample_index_on_a_set(W):
+    """``sample_set`` (integer popcounts) draws the same slot as ``sample_index`` on the
+    0/1 weights of the set, for random sets of every size (W = 36: the cdf fallback),
+    and only slots of the set; the largest uniform takes the last slot of the set."""
+    rng = np.random.default_rng(W)
+    n = 20_000
+    mask = rng.random((n, W)) < rng.random((n, 1))
+    mask[np.arange(n), rng.integers(0, W, n)] = True  # never empty
+    u = smp.uniforms(jax.random.key(W), (n,), jnp.float32)
+    k = np.asarray(smp.sample_set(jnp.asarray(mask), u))
+    expect = np.asarray(smp.sample_index(jnp.asarray(mask, jnp.float32), u))
+    np.testing.assert_array_equal(k, expect)
+    assert mask[np.arange(n), k].all()
+    top = jnp.full((n,), 1.0 - 2.0**-23, jnp.float32)
+    last = W - 1 - np.argmax(mask[:, ::-1], axis=1)
+    np.testing.assert_array_equal(np.asarray(smp.sample_set(jnp.asarray(mask), top)), last)
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("kuhn_poker", {}),
+        ("leduc_poker", {}),
+        ("liars_dice", {}),
+        ("ii_goofspiel", {"num_cards": 4}),
+    ],
+)
+def test_compact_rows_read_as_the_wide_rows(name, params):
+    """At every player and terminal node, ``read_nodes`` from the compact rows
+    (``chance=False``) gives the wide rows' view bit for bit at every level width, and
+    ``node_utility`` the same u_0; the wide rows then stop after the last chance level."""
+    game = gt.load(name, **params)
+    assert smp.has_compact_rows(game)
+    assert smp.uses_compact_rows(game) == (name == "liars_dice")  # by the wide rows' size
+    tables = smp.node_tables(game, compact=True)
+    wide = smp.node_tables(game, compact=False)
+    H = game.node_player.shape[0]
+    assert wide.compact is None and wide.packed.shape[0] == H
+    assert tables.packed.shape[0] == smp.num_wide_rows(game) < H
+    player = np.asarray(game.node_player)
+    h = jnp.asarray(np.nonzero(player != gt.CHANCE)[0], jnp.int32)
+    K = game.meta.max_children
+    for W in sorted({k.width for k in smp.level_kinds(game)} | {K}):
+        a = smp.read_nodes(game, wide, None, h, W, policy=False)
+        b = smp.read_nodes(game, tables, None, h, W, policy=False, chance=False)
+        for field in ("code", "player", "infoset", "legal", "sigma", "row", "children", "utility"):
+            x, y = np.asarray(getattr(a, field)), np.asarray(getattr(b, field))
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), (W, field)
+    u_wide, u = smp.node_utility(wide, h, K), smp.node_utility(tables, h, K)
+    assert np.asarray(u_wide).tobytes() == np.asarray(u).tobytes()
+
+
 @pytest.mark.parametrize("K", [6, 13, 20, 36])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_sample_index_never_draws_a_zero_slot(K, dtype, request):

@@ -156,7 +156,13 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
                 total = jnp.sum(jnp.where(v.legal, n, 0.0))
                 safe_n = jnp.where(n > 0, n, 1.0)
                 score = val / safe_n + c_uct * jnp.sqrt(jnp.log(jnp.maximum(total, 1.0)) / safe_n)
-                best = jnp.argmax(jnp.where(v.legal, score, -jnp.inf))
+                masked = jnp.where(v.legal, score, -jnp.inf)
+                # argmax as the first index of the max: two plain reductions instead of
+                # one (value, index) pair reduction (the same index: the scores are not
+                # NaN; paired 1.26x CPU per simulation, LD(1,1) B = 512, session 30)
+                top = jnp.max(masked)
+                iota = jnp.arange(game.num_actions)
+                best = jnp.min(jnp.where(masked == top, iota, game.num_actions))
                 greedy = (jnp.arange(game.num_actions) == best).astype(dtype)
                 pick = jnp.where(jnp.any(untried), untried.astype(dtype), greedy)
                 p = uniform
@@ -179,9 +185,16 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         # the [B, W, W] masked operand of sample_index's cdf and computes them W times
         # over (II-GS(13) UCT at B = 256: about half the time; docs/large_games.md,
         # session 27; compiled LD(1,1) at B = 512: 1.04-1.06x per CPU-second, session 28)
-        probs = smp.materialize(probs)
-        k = smp.sample_index(probs, u[d])
-        sigma_k = smp.select(probs, k)
+        if selection == "uct" and target is None and not kinds.chance:
+            # every UCT draw here is uniform over a set (the forced slot, the untried
+            # actions, the greedy action or the legal actions): integer work instead
+            # of the [B, W, W] cdf (smp.sample_set); sigma_k is unused by UCT
+            k = smp.sample_set(smp.materialize(probs) > 0, u[d])
+            sigma_k = jnp.ones((), dtype)
+        else:
+            probs = smp.materialize(probs)
+            k = smp.sample_index(probs, u[d])
+            sigma_k = smp.select(probs, k)
         rec = _Rec(tree | new, row, v.player, k, v.legal, p, sigma_k)
         carry = _Carry(playout | reach_new, reached, added, added_key, refused)
         return k, smp.materialize(carry), rec
