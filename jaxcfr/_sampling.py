@@ -226,9 +226,10 @@ class NodeTables:
       column K the utility u_0 (``node_utility``).
     compact: [H, 3 + w] int32 or None: the compact row of every node, read instead of
       ``packed`` at the levels without chance nodes (:func:`compact_rows`; None when the
-      game does not allow it, :func:`has_compact_rows`): column 0 the code (as in
-      ``ints``), 1 the first child, 2 the legal actions as a bitmask (bit a for action
-      a; all A bits at terminals), then the bits of u_0. 16 bytes a row in float32
+      game does not allow it (:func:`has_compact_rows`), when its wide rows are small
+      (:func:`uses_compact_rows`) or with ``node_tables(game, compact=False)``): column 0
+      the code (as in ``ints``), 1 the first child, 2 the legal actions as a bitmask (bit
+      a for action a; all A bits at terminals), then the bits of u_0. 16 bytes a row in float32
       instead of ``packed``'s 8 (K + 1) (LD(1,1): 4.7 MB instead of 33 MB, which stays in
       a 32 MiB L3 cache).
     """
@@ -301,7 +302,7 @@ def node_tables(game: Game, compact: bool | None = None) -> NodeTables:
     is_player = player >= 0
     infoset = jnp.maximum(game.node_infoset, 0)
     code = jnp.where(is_player, infoset, player)
-    compact = compact_rows(game, code) if compact else None
+    compact = compact_rows(game) if compact else None
     player, is_player, infoset, code = player[:Hw], is_player[:Hw], infoset[:Hw], code[:Hw]
     dtype = game.node_chance_probs.dtype
     K = game.meta.max_children
@@ -382,12 +383,24 @@ def has_compact_rows(game: Game) -> bool:
     return bool(ok)
 
 
-def compact_rows(game: Game, code: jax.Array) -> jax.Array:
+def compact_rows(game: Game) -> jax.Array:
     """``[H, 3 + w]`` int32 compact node rows (:class:`NodeTables` ``compact``) from the
-    game's arrays, ``code`` [H] the node codes: first child (smallest child id; 0 where
-    none), legal bitmask (the infoset's legal actions at player nodes, all A at
-    terminals and 0 at chance nodes, whose rows are never read), u_0's bits."""
+    game's arrays: the node code (as :func:`node_tables` computes it), first child
+    (smallest child id; 0 where none), legal bitmask (the infoset's legal actions at
+    player nodes, all A at terminals and 0 at chance nodes, whose rows are never read),
+    u_0's bits.
+
+    Evaluated at trace time where the game's arrays are concrete (a game closed over by a
+    ``jax.jit``): XLA's constant folder otherwise spends seconds on the ``[H, K]``
+    reduction (LD(1,1): 12 s, session 30's review); traced arrays are staged as usual."""
+    with jax.ensure_compile_time_eval():
+        return _compact_rows(game)
+
+
+def _compact_rows(game: Game) -> jax.Array:
     A = game.num_actions
+    player = game.node_player
+    code = jnp.where(player >= 0, jnp.maximum(game.node_infoset, 0), player)
     kids = game.node_children
     big = jnp.iinfo(jnp.int32).max
     first = jnp.min(jnp.where(kids >= 0, kids, big), axis=1)
@@ -455,7 +468,7 @@ def read_nodes(
     h: jax.Array,
     width: int | None = None,
     policy: bool = True,
-    chance: bool = True,
+    chance: bool | None = None,
 ) -> NodeView:
     """Gather node data and the current policy (regret matching on ``regrets``, positive
     regrets at or below :func:`jaxcfr._solver.regret_tolerance` treated as 0) at ``h``.
@@ -467,8 +480,17 @@ def read_nodes(
     flag; False: the nodes are read from the compact rows when the tables have them (one
     16-byte row instead of 8 (K + 1) bytes; the same values), else from the wide rows.
     True: from the wide rows, which then hold only the nodes up to the last level with
-    chance nodes (:func:`num_wide_rows`), so it must be False at deeper levels.
+    chance nodes (:func:`num_wide_rows`), so it must be False at deeper levels. Required
+    (``ValueError``) when the tables have compact rows: a deeper read of the truncated
+    wide rows would be out of bounds.
     """
+    if chance is None:
+        if tables.compact is not None:
+            raise ValueError(
+                "read_nodes needs the level's chance flag (LevelKinds.chance) when the node "
+                "tables have compact rows: the wide rows stop after the last chance level"
+            )
+        chance = True
     K = game.meta.max_children
     W = K if width is None else width
     if not chance and tables.compact is not None:

@@ -365,7 +365,7 @@ def plan_block(
     concatenated: XLA:CPU fuses each level's computation, the deepest level's parent
     gather and renormalization included, into the concatenation, one loop over the whole
     plan that picks its operand per element; written, each level is its own loop
-    (II-Goofspiel(6) exploitability: the two concatenations 200-290 us each, the deepest
+    (II-Goofspiel(6) exploitability: the two concatenations 160-350 us each, the deepest
     level's write about 110 us; session 30, docs/cfr.md "Exact exploitability"). The
     values are the same, so the same bits; the result is a buffer of its own, which XLA
     does not fuse into the payoff gathers.

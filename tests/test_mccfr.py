@@ -221,11 +221,16 @@ def test_sample_set_is_sample_index_on_a_set(W):
         ("ii_goofspiel", {"num_cards": 4}),
     ],
 )
-def test_compact_rows_read_as_the_wide_rows(name, params):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_compact_rows_read_as_the_wide_rows(name, params, dtype, request):
     """At every player and terminal node, ``read_nodes`` from the compact rows
     (``chance=False``) gives the wide rows' view bit for bit at every level width, and
-    ``node_utility`` the same u_0; the wide rows then stop after the last chance level."""
+    ``node_utility`` the same u_0 (float64: u_0 in two words); the wide rows then stop
+    after the last chance level."""
+    if dtype == "float64":
+        request.getfixturevalue("x64")
     game = gt.load(name, **params)
+    assert game.node_chance_probs.dtype == np.dtype(dtype)
     assert smp.has_compact_rows(game)
     assert smp.uses_compact_rows(game) == (name == "liars_dice")  # by the wide rows' size
     tables = smp.node_tables(game, compact=True)
@@ -244,6 +249,24 @@ def test_compact_rows_read_as_the_wide_rows(name, params):
             assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), (W, field)
     u_wide, u = smp.node_utility(wide, h, K), smp.node_utility(tables, h, K)
     assert np.asarray(u_wide).tobytes() == np.asarray(u).tobytes()
+    with pytest.raises(ValueError, match="chance flag"):  # the truncated wide rows
+        smp.read_nodes(game, tables, None, h, K, policy=False)
+
+
+def test_compact_rows_cost_no_constant_folding_when_the_game_is_closed_over():
+    """The compact rows of a game closed over by ``jax.jit`` are computed at trace time,
+    not by XLA's constant folder (which took 12 s on LD(1,1)'s ``[H, K]`` reduction): the
+    table comes out of the trace as a concrete array."""
+    game = gt.load("liars_dice")
+    seen = []
+
+    def f():
+        t = smp.node_tables(game, compact=True)
+        seen.append(isinstance(t.compact, jax.core.Tracer))
+        return t.compact[:3]
+
+    jax.jit(f).lower()
+    assert seen == [False]
 
 
 @pytest.mark.parametrize("K", [6, 13, 20, 36])

@@ -564,8 +564,9 @@ def _catch_up(master: BlockState, game: Game, lay: Layout, c: dict, tolerance: f
     X(I, a) = X_0(I, a) + rho(I, a) A_X(f), with A_S(f) = the window's sum of w_t x_t(f)
     prod_{u >= t} d_u and A_X(f) = the sum of x'_t(f), which the stretch accumulates at
     the front sequences only (``c["aS"]``, ``c["aX"]``). S_0 prod d is applied with
-    every row outside the sub-game (:func:`_scatter`); rho comes from one jitted call
-    over the full game (:func:`_catch_up_fn`: the library's regret matching and plan
+    every row outside the sub-game (:func:`_scatter_device_fn` in ``run_live``,
+    :func:`_scatter` on a host copy); rho comes from one jitted call over the full game
+    (:func:`_catch_up_fn`: the library's regret matching and plan
     pass, the frozen rows selected by a mask), kept in ``lay.cache`` while the rows'
     regrets and pruned bits are the ones it was computed from (the key: those bytes, the
     regret matching's ``tolerance`` and the regrets' dtype; the bytes change only where a
