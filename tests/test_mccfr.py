@@ -518,3 +518,36 @@ def test_game_where_one_player_never_acts(factory):
     res = jaxcfr.run(factory(), game, 400, 400, key=jax.random.PRNGKey(1))
     state = jax.tree.map(lambda x: x[0], res.state)
     np.testing.assert_allclose(np.asarray(jaxcfr.average_policy(game, state))[0], [0, 1], atol=0.05)
+
+
+def test_walks_give_the_same_bits_with_and_without_compact_rows(monkeypatch):
+    """Leduc has chance levels below player levels and terminals above the last chance
+    level, so a walk switches between the wide rows (levels with chance nodes) and the
+    compact rows: outcome and external sampling, Smooth UCT and the three search bots
+    give the same states bit for bit with compact rows forced on and off."""
+    game = gt.load("leduc_poker")
+
+    def states():
+        out = []
+        for solver in (jaxcfr.outcome_sampling(), jaxcfr.external_sampling(), jaxcfr.smooth_uct()):
+            st, update = solver.init(game), jax.jit(solver.update)
+            for i in range(20):
+                st = update(game, st, jax.random.key(i))
+            out += jax.tree.leaves(st)
+        for bot in (jaxcfr.oos("pst"), jaxcfr.ismcts("uct"), jaxcfr.ismcts("rm")):
+            st = jax.tree.map(lambda x: jnp.stack([x] * 2), bot.init(game))
+            search = jax.jit(
+                jax.vmap(lambda s, k, bot=bot: bot.search(game, s, jaxcfr.root_view(), k, 50))
+            )
+            out += jax.tree.leaves(search(st, jax.random.split(jax.random.key(7), 2)))
+        return [np.asarray(x) for x in out]
+
+    monkeypatch.setattr(smp, "COMPACT_MIN_BYTES", 0)
+    assert smp.uses_compact_rows(game) and smp.num_wide_rows(game) < game.node_player.shape[0]
+    compact = states()
+    monkeypatch.setattr(smp, "COMPACT_MIN_BYTES", 1 << 62)
+    assert not smp.uses_compact_rows(game)
+    wide = states()
+    assert len(compact) == len(wide)
+    for x, y in zip(compact, wide, strict=True):
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
