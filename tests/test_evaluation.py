@@ -454,3 +454,28 @@ def test_fanin_groups_with_non_unit_payoffs_give_the_entry_sums(cards):
         np.add.at(want, own[p], sign * payoff * plan[own[1 - p]])
         np.testing.assert_allclose(np.asarray(got), want[: size[p]], rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(float(got_root), want[size[p]], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (7, 3), (2, 5), (36, 2)])
+def test_entry_check_sees_a_bad_entry_in_every_chunk_and_the_remainder(shape):
+    """The entry check ORs the flat table over ``ENTRY_CHUNKS`` chunks and checks the
+    remainder apart: a bad entry (NaN, negative, or mass on an illegal action) at any flat
+    position is refused, and a valid table accepted (shapes with and without a remainder,
+    and one smaller than the chunk count)."""
+    from types import SimpleNamespace
+
+    from jaxcfr import _evaluation as ev
+
+    rng = np.random.default_rng(0)
+    legal = rng.random(shape) < 0.7
+    legal[:, 0] = True
+    game = SimpleNamespace(legal_mask=jnp.asarray(legal))
+    good = np.where(legal, 1.0 / legal.sum(1, keepdims=True), 0.0).astype(np.float32)
+    check = jax.jit(lambda p: ev._entries_ok(game, p))
+    assert bool(check(jnp.asarray(good)))
+    for k in range(good.size):
+        i, a = np.unravel_index(k, shape)
+        for bad_value in (np.nan, -0.5) if legal[i, a] else (0.5,):
+            bad = good.copy()
+            bad[i, a] = bad_value
+            assert not bool(check(jnp.asarray(bad))), (shape, k, bad_value)
