@@ -273,7 +273,7 @@ def _prepared_blocks(game: Game, policy, check: bool):
     bad = []  # per-infoset "row sum off by more than atol", every piece's
     for p in (0, 1):
         legal = sf.legal_block(game, p, compact)
-        for w, m in _check_pieces(game, p, compact, raw[p], legal):
+        for w, m in sf.level_pieces_of(game, p, compact, raw[p], legal):
             # the sum normalize_rows computes (same ops, materialized: XLA merges the two)
             sums = materialized(sum_actions(jnp.where(m, w, 0.0), axis=0))
             bad.append(~(jnp.abs(sums - 1.0) <= DEFAULT_ATOL))
@@ -316,27 +316,6 @@ def _entries_ok(game: Game, policy: jax.Array, atol: float = DEFAULT_ATOL) -> ja
         folded = folded | bad[k * n : (k + 1) * n]
     rest = bad[ENTRY_CHUNKS * n :]
     return ~(jnp.any(folded) | jnp.any(rest)) if rest.shape[0] else ~jnp.any(folded)
-
-
-def _check_pieces(game: Game, player: int, compact: bool, raw: jax.Array, legal: jax.Array):
-    """``(weights, legal)`` pairs of the pieces :func:`jaxcfr._sequence_form.by_level`
-    normalizes (the whole ``[A, n_p]`` blocks, or each compact level's ``[W, n]`` pieces),
-    so the row-sum check reads the sums the normalization computes."""
-    if not compact:
-        return [(raw, legal)]
-    out = []
-    for d in range(len(game.meta.infoset_levels[player])):
-        if sf._split(game, player, d):
-            pieces = sf.level_pieces(game, raw, player, d), sf.level_pieces(game, legal, player, d)
-            out.extend(zip(*pieces, strict=True))
-        else:
-            out.append(
-                (
-                    sf.level_block(game, raw, player, d, True),
-                    sf.level_block(game, legal, player, d, True),
-                )
-            )
-    return out
 
 
 def _player_passes(game: Game, blocks, compact: bool, player: int, combines):

@@ -244,14 +244,24 @@ def by_level(game: Game, player: int, compact: bool, fn, *blocks):
     action-major pieces (actions on axis 0), e.g. regret matching."""
     if not compact:
         return fn(*blocks)
-    pieces = []
+    pieces = [fn(*xs) for xs in level_pieces_of(game, player, True, *blocks)]
+    return join_levels(game, pieces, player, True, blocks[0].dtype)
+
+
+def level_pieces_of(game: Game, player: int, compact: bool, *blocks) -> list[tuple]:
+    """The pieces :func:`by_level` runs its ``fn`` on, as tuples (one piece of each of
+    ``blocks``): each level's ``[W_d, n_d]`` block or, where the level is split, its
+    pieces (compact layout); the whole ``[A, n_p]`` blocks otherwise."""
+    if not compact:
+        return [blocks]
+    out = []
     for d in range(len(_levels(game, player))):
         if _split(game, player, d):
             parts = [level_pieces(game, b, player, d) for b in blocks]
-            pieces.extend(fn(*xs) for xs in zip(*parts, strict=True))
+            out.extend(zip(*parts, strict=True))
         else:
-            pieces.append(fn(*(level_block(game, b, player, d, True) for b in blocks)))
-    return join_levels(game, pieces, player, True, blocks[0].dtype)
+            out.append(tuple(level_block(game, b, player, d, True) for b in blocks))
+    return out
 
 
 def flat(x: jax.Array) -> jax.Array:
