@@ -386,38 +386,6 @@ def test_branch_ends_exactly_when_9_fails(rule, k, end):
     assert kept == [t < end for t in range(1, 6)]
 
 
-def test_start_every_ends_at_an_end_test():
-    """``start_every`` K = 6 with k = 2 (worst-case rule) on the hand-checked state of
-    :func:`test_branch_ends_exactly_when_9_fails` (slack V(p2) - B = 7 - 2t): t = 2 is an
-    end test but not a full check; the slack 3 < (k - 1) x m(p2) (U(p2, h) - L(p2)) = 4
-    ends the branch there, as the k = 2 schedule does, with the reset (7) R(p2, h) =
-    2 (-1) - V(p2) = -2 - (-18) = 16 and (5) 2 (-1) < -18 false: not pruned again.
-    ``run_live`` (stretches to t % 6 == 5) stops its first stretch before iteration 2 (a
-    forced check on the full game) and gives the dense iterates."""
-    game = _dominated()
-    ids = _ids(game)
-    root, p2 = ids["root"], ids["p2"]
-    solver = pruning.regret_pruning(
-        jaxcfr.cfr(), "total", threshold=0.0, check_every=2, start_every=6
-    )
-    start = _p2_branch_state(solver, game, 0)
-    s = _iterate(solver, game, 1, start)
-    assert bool(s.pruned[p2, 0])
-    s = _iterate(solver, game, 1, s)
-    assert not bool(s.pruned[p2, 0]) and bool(s.pruned[root, 1])
-    np.testing.assert_allclose(float(s.values_sum[p2]), -18.0, atol=1e-5)
-    np.testing.assert_allclose(float(s.regrets[p2, 0]), 16.0, atol=1e-5)
-    dense = _iterate(solver, game, 4, s)
-    stats = {}
-    live = pruning.run_live(solver, game, 6, start, stats=stats)
-    assert stats["forced"] == 1 and int(live.iteration) == 6
-    for name in ("regrets", "strategy_sum", "values_sum", "bound", "plan_sum"):
-        np.testing.assert_allclose(
-            np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)), atol=1e-5
-        )
-    assert np.array_equal(np.asarray(live.pruned), np.asarray(dense.pruned))
-
-
 def test_live_stretch_stops_where_9_fails():
     """``run_live`` under the paper rule (k = 10) on the hand-checked state of
     :func:`test_branch_ends_exactly_when_9_fails`: the stretch stops before iteration 4,
@@ -785,12 +753,6 @@ def test_bad_input():
         pruning.run_live(total, _dominated(), 10, stable=0)
     with pytest.raises(ValueError, match="leave_out_frozen"):
         pruning.run_live(total, _dominated(), 10, leave_out_frozen=1)
-    for bad in (0, 15, True, 2.0):  # a positive multiple of check_every = 10
-        with pytest.raises(ValueError, match="start_every"):
-            pruning.regret_pruning(jaxcfr.cfr(), "total", start_every=bad)
-    for mode, rule in (("interval", "worst_case"), ("total", "paper")):
-        with pytest.raises(ValueError, match="start_every"):
-            pruning.regret_pruning(jaxcfr.cfr(), mode, check_rule=rule, start_every=20)
 
 
 def test_compact_bytes_by_hand():
@@ -958,31 +920,6 @@ def test_live_subgame_gives_the_dense_iterates(base, n, atol, rule, x64):
     assert stats["stale"] > 0
     if rule == "paper" and base == "cfr":
         assert stats["forced"] > 0  # stretches stopped where (9) failed
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("base,n", [("cfr", 200), ("cfr_plus", 40)])
-def test_live_start_every_gives_the_dense_iterates(base, n, x64):
-    """``start_every`` K = 20, k = 5 on rank-only Leduc: ``run_live``'s stretches run to
-    the full checks and stop before an end test that ends a branch (forced checks on the
-    full game); the dense solver's iterates up to summation order (as
-    :func:`test_live_subgame_gives_the_dense_iterates`)."""
-    game = gt.load("leduc_poker", suits=False)
-    solver = pruning.regret_pruning(
-        getattr(jaxcfr, base)(), "total", threshold=0.05, check_every=5, start_every=20
-    )
-    dense = _iterate(solver, game, n)
-    stats = {}
-    host = jax.tree.map(np.array, game)
-    live = pruning.run_live(solver, host, n, stats=stats, shrink=1.1, stable=1000)
-    for name in ("regrets", "strategy_sum", "values_sum", "bound", "plan_sum"):
-        np.testing.assert_allclose(
-            np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)), atol=1e-8
-        )
-    for name in ("pruned", "discarded"):
-        assert np.array_equal(np.asarray(getattr(live, name)), np.asarray(getattr(dense, name)))
-    assert int(dense.pruned.sum()) > 0
-    assert stats["forced"] > 0  # stretches stopped before an end test
 
 
 @pytest.mark.slow  # 9 s at load 11 (several small compiles)

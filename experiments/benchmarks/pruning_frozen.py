@@ -1,8 +1,8 @@
 """Total RBP's live stretch without / with the opponent-frozen rows, against unpruned (A/B).
 
 ``python -m experiments.benchmarks pruning_frozen CHECKPOINT.npz --base cfr
-[--game leduc5] [--check-every 10] [--start-every K] [--check-rule worst_case]
-[--iterations 100] [--rounds 3]``
+[--game leduc5] [--check-every 10] [--check-rule worst_case] [--iterations 100]
+[--rounds 3]``
 
 From a saved Total RBP state (a ``pruning_live --checkpoint-dir`` checkpoint, C =
 ``--threshold``), in one process, interleaved round after round, each timed in CPU time
@@ -57,13 +57,6 @@ def main(argv=None):
     ap.add_argument("--base", default="cfr", choices=("cfr", "cfr_plus"))
     ap.add_argument("--check-every", type=int, default=10)
     ap.add_argument("--check-rule", default="worst_case", choices=("worst_case", "paper", "eager"))
-    ap.add_argument(
-        "--start-every",
-        type=int,
-        default=None,
-        help="full checks ((5) everywhere, discards) every K iterations, end tests every "
-        "--check-every (regret_pruning's start_every; default: every check)",
-    )
     ap.add_argument("--threshold", type=float, default=0.1)
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
@@ -81,7 +74,6 @@ def main(argv=None):
         check_every=k,
         check_rule=args.check_rule,
         count_nodes=False,
-        start_every=args.start_every,
     )
     start, done = load(args.checkpoint, solver.init(game))
     start = jax.tree.map(np.array, start)
@@ -125,7 +117,6 @@ def main(argv=None):
     ref = statistics.median(times["unpruned"]) if "unpruned" in times else None
     print(
         f"\n{args.game}, {args.base}, Total RBP C={args.threshold} k={k} "
-        f"K={args.start_every or k} "
         f"rule={args.check_rule}, from {done} (+{n}); CPU ms per iteration, median (range) "
         f"of {args.rounds} rounds; load {min(loads):.1f}-{max(loads):.1f}"
     )

@@ -463,7 +463,6 @@ def regret_pruning(
     check_every: int = 10,
     count_nodes: bool = True,
     check_rule: str = "worst_case",
-    start_every: int | None = None,
 ) -> Solver:
     """A CFR-family solver with regret-based pruning (see the module docstring).
 
@@ -482,11 +481,6 @@ def regret_pruning(
         ``pruning`` raises; the same iterates for k = 1).
       count_nodes: count nodes touched per iteration (a few gathers over the H
         histories per iteration; off for speed measurements).
-      start_every: K, a multiple of ``check_every`` (Total RBP, worst-case rule; default
-        ``None``: K = k, every check): the checks at t % K == 0 test (5) for new starts
-        everywhere and the discards; at the other t % k == 0 only the end test of the
-        worst-case rule runs, and a check (the CBR, the reset (7)/(8), (5) and the
-        discards) only for a player with a branch to end (module docstring).
     Returns:
       A :class:`Solver`; ``init(game) -> PrunedState``, ``update(game, state)``.
 
@@ -523,23 +517,6 @@ def regret_pruning(
             f"check_rule={check_rule!r} applies to Total RBP only (pruning='total'), "
             f"got pruning={pruning!r}"
         )
-    if start_every is not None:
-        if (
-            isinstance(start_every, bool)
-            or not isinstance(start_every, (int, np.integer))
-            or start_every < 1
-            or start_every % check_every
-        ):
-            raise ValueError(
-                f"start_every must be a positive multiple of check_every={check_every}, "
-                f"got {start_every!r}"
-            )
-        if pruning != "total" or check_rule != "worst_case":
-            raise ValueError(
-                "start_every applies to Total RBP with check_rule='worst_case', got "
-                f"pruning={pruning!r}, check_rule={check_rule!r}"
-            )
-    start_every = check_every if start_every is None else int(start_every)
     hp = dict(base.hyperparams)
     keying = hp.get("keying", "auto")
     if keying == "abstract":
@@ -571,10 +548,7 @@ def regret_pruning(
     )
     if check_rule != "worst_case":  # the old hyperparams (and cache keys) unchanged
         hyperparams += (("check_rule", check_rule),)
-    if start_every != check_every:
-        hyperparams += (("start_every", start_every),)
     k = check_every
-    K = start_every
     paper = check_rule != "worst_case"  # "paper" or "eager": ends only where (9) fails
     # iterations of worst-case growth a start needs as slack: k - 1 (worst case), the
     # paper's T' >= 1, or none (eager) (k = 1: 0 under every rule, the every-iteration rule)
@@ -627,8 +601,7 @@ def regret_pruning(
         shape = mask.shape
         pr = b["pruned"]
         tf = t.astype(dtype)
-        check = (t % K) == 0  # a full check: (5) everywhere, the discards
-        end_test = check if K == k else (t % k) == 0  # the worst-case rule's end test
+        check = (t % k) == 0
         free = _free_plan(game, p, pr, dtype)
         live = sf.own_reach_block(game, free, p) > 0
         live_a = over_actions(live, shape)
@@ -680,7 +653,7 @@ def regret_pruning(
         if paper:  # a branch ends exactly when (9) fails
             ended = failed
         else:  # also end what worst-case growth could end before the next check
-            ended = failed | (active & end_test & (V_a - b["bound"] < (k - 1) * growth))
+            ended = failed | (active & check & (V_a - b["bound"] < (k - 1) * growth))
 
         if pruning == "interval":
             frozen = (pr | ~live_a) & mask
@@ -765,10 +738,7 @@ def regret_pruning(
             pr2 = b["pruned"] & ~region
             disc = b["discarded"] & ~region
             live2 = live | below_end
-            # (5) everywhere at a full check, and at an end test that found a branch
-            # to end (its CBR is computed anyway); else (forced) below the ended ones
-            full = check if K == k else end_test
-            cand = mask & over_actions(live2, shape) & ~pr2 & (R <= 0) & (full | region)
+            cand = mask & over_actions(live2, shape) & ~pr2 & (R <= 0) & (check | region)
             slack = over_actions(V, shape) - tf * cbv_a
             start = cand & (slack > 0) & (cbv_a < cbv_i) & (slack >= margin * growth)
             below_start = _below(game, p, start)  # = below the top-most starts

@@ -122,8 +122,7 @@ class Layout:
     each compact row, ``I`` for dummies); ``live_entries`` real payoff entries kept;
     ``pruned`` ``[I, A]`` the mask it was built under; ``extra`` the per-player history
     tables (``hist_row`` local row in p's block, ``hist_opp`` the opponent's sequence in
-    its block, ``hist_chance``), ``upper`` ``[A, n_p']`` U(I, a) of the rows, ``mass``
-    and ``lower`` ``[n_p']`` their chance mass m(I) and L(I) (0 for a dummy) and
+    its block, ``hist_chance``), ``upper`` ``[A, n_p']`` U(I, a) of the rows and
     ``front`` ``[F_p]`` the positions in p's compact block of the parent sequences of
     the opponent-frozen rows left out (:func:`opponent_frozen`); ``frozen`` per player
     the host tables that bring those rows' sums up to date (:func:`_catch_up`; empty
@@ -360,7 +359,6 @@ def layout(
     # per player: its rows' histories (dense order) and U(I, a) of its rows
     tab = tables(game)
     extra = {"hist_row": [], "hist_opp": [], "hist_chance": [], "upper": []}
-    extra |= {"mass": [], "lower": []}
     for p in (0, 1):
         q = 1 - p
         ids, local = tab.node_ids[p], tab.node_local[p]
@@ -387,10 +385,6 @@ def layout(
         up = np.zeros((A, sizes[p]))
         up[:, real_p] = tab.upper[p][:, mine[real_p] - game.player_slice(p).start]
         extra["upper"].append(up)
-        for name, full in (("mass", tab.chance_mass[p]), ("lower", tab.lower[p])):
-            v = np.zeros(sizes[p])
-            v[real_p] = full[mine[real_p] - game.player_slice(p).start]
-            extra[name].append(v)
     fronts, catch = [], []
     for p in (0, 1):
         built = _frozen_tables(game, p, frozen, parent)
@@ -407,8 +401,6 @@ def layout(
         "hist_opp": tuple(i32(x) for x in extra["hist_opp"]),
         "hist_chance": tuple(jnp.asarray(x, dtype) for x in extra["hist_chance"]),
         "upper": tuple(jnp.asarray(x, dtype) for x in extra["upper"]),
-        "mass": tuple(jnp.asarray(x, dtype) for x in extra["mass"]),
-        "lower": tuple(jnp.asarray(x, dtype) for x in extra["lower"]),
         "front": tuple(i32(x) for x in fronts),
     }
     no_i = jnp.zeros((0, 1), jnp.int32)
@@ -692,12 +684,7 @@ def _stretch_fn(solver: Solver, tolerance: float):
     (7)/(8) must come between the two players' steps); ``ran`` iterations were done.
     Under ``check_rule="worst_case"`` (9) cannot fail between checks made at this k: the
     loop then keeps no copy of the previous carry and a failure is committed
-    (``run_live`` drops the whole stretch and runs its window densely). With
-    ``start_every`` K > k the stretch runs through the end tests at t % k == 0 (not
-    t % K == 0: the caller's ``n`` stops before those) and stops *before* an end test at
-    which some branch must end (the dense solver's ``ended``, same arithmetic: (9) fails
-    or V(I) - B < (k - 1) m(I) (U(I, a) - L(I))); only that iteration's carry is kept
-    as a second copy (a ``cond``, not a select per iteration).
+    (``run_live`` drops the whole stretch and runs its window densely).
     Its arguments are the live sub-game's device arrays and the compact state only."""
     hp = dict(solver.hyperparams)
     if hp.get("pruning") != "total":
@@ -709,8 +696,6 @@ def _stretch_fn(solver: Solver, tolerance: float):
     # only the paper / eager rules let (9) fail between scheduled checks; the worst-case
     # rule's stretch keeps no second carry (no select, session 23's memory)
     stop_early = hp.get("check_rule", "worst_case") != "worst_case"
-    k = hp.get("check_every", 1)
-    two_level = hp.get("start_every", k) != k  # end tests every k, full checks every K
 
     def one(small, extra, frozen, c):
         t = c["t"] + 1
@@ -722,7 +707,6 @@ def _stretch_fn(solver: Solver, tolerance: float):
         pol = [policy(p, c["R"][p], c["pr"][p]) for p in (0, 1)]
         plans = [sf.plan_block(small, pol[p], p) for p in (0, 1)]
         own_plans = list(plans)  # the plans S is summed from (before P1's update)
-        must = jnp.zeros((), bool)  # a branch must end at this end test (two_level)
         c = {k: list(v) if isinstance(v, tuple) else v for k, v in c.items()}
 
         def at_front(plan, p):  # the plan at the left-out frozen rows' parent sequences
@@ -768,17 +752,9 @@ def _stretch_fn(solver: Solver, tolerance: float):
             ).astype(dtype)
             if p == 0:  # the rows outside the sub-game get the same decay (CFR+)
                 c["dec"] = c["dec"] * decay
-            V_a = over_actions(c["V"][p], shape)
-            c["fail"] = c["fail"] | jnp.any(active & (c["B"][p] > V_a))
-            if two_level:  # the worst-case end test (the dense solver's ``ended``)
-                growth = over_actions(extra["mass"][p], shape) * (
-                    extra["upper"][p] - over_actions(extra["lower"][p], shape)
-                )
-                failed = active & (c["B"][p] > V_a)
-                ends = failed | (active & (V_a - c["B"][p] < (k - 1) * growth))
-                must = must | jnp.any(ends)
+            c["fail"] = c["fail"] | jnp.any(active & (c["B"][p] > over_actions(c["V"][p], shape)))
         c["t"] = t
-        return {k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}, must
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}
 
     def stretch(small: Game, extra: dict, c: dict, n):
         # the pruned set does not change within a stretch: its live rows once, not per
@@ -791,12 +767,8 @@ def _stretch_fn(solver: Solver, tolerance: float):
 
         def body(carry):
             i, c, _ = carry
-            new, must = one(small, extra, frozen, c)
+            new = one(small, extra, frozen, c)
             fail = new["fail"]
-            if two_level:  # stop before an end test at which a branch must end
-                stop = ((new["t"] % k) == 0) & must
-                c = jax.lax.cond(stop, lambda a, b: a, lambda a, b: b, c, new)
-                return i + jnp.where(stop, 0, 1).astype(i.dtype), c, stop | c["fail"]
             if (
                 not stop_early
             ):  # worst case: (9) cannot fail here (run_live drops the stretch if it did)
@@ -1048,7 +1020,6 @@ def run_live(
     layout left out that way (``stats["rows"]`` counts the rows it keeps, padded)."""
     hp = dict(solver.hyperparams)
     k = hp.get("check_every", 1)
-    K = hp.get("start_every", k)  # full checks; end tests every k (regret_pruning)
     if hp.get("pruning") != "total":
         raise ValueError(f"run_live runs Total RBP only, got pruning={hp.get('pruning')!r}")
     if (
@@ -1093,9 +1064,8 @@ def run_live(
     dense = _cfr_cache(solver, "dense_donated", lambda: _dense_fn(solver))
     while done < iterations:
         forced = False
-        # up to the iteration before the next scheduled check (t % K == 0; K = k unless
-        # start_every: the stretch then stops before an end test that ends a branch)
-        n = min((done // K + 1) * K - 1 - done, iterations - done)
+        # up to the iteration before the next scheduled check (t % k == 0)
+        n = min((done // k + 1) * k - 1 - done, iterations - done)
         if n:
             pr = _pruned_mask(state)
             key = pr.tobytes()
