@@ -509,7 +509,21 @@ def _kuhn_catch_up_setup():
         fronts[0][lay.frozen[0]["front"][0]] = v1
         fronts[1][lay.frozen[1]["front"][0]] = v2
         c[acc] = tuple(fronts)
+    c["dec"] = np.ones((), np.float32)
     return game, lay, master, c, jpb, kb
+
+
+def _catch_up_on(master, game, lay, c, tolerance):
+    """run_live's catch-up of the left-out frozen rows on a host master copy: the device
+    copy's frozen columns (``_gather``), the host pass (``_catch_up``), the write
+    (``_write_frozen``, as ``_scatter`` does); returns the new host master copy."""
+    from jaxcfr.pruning import _subgame
+
+    dev = _subgame._device(master)
+    _, at = _subgame._gather(dev, lay)
+    sums = _subgame._catch_up(dev, game, lay, c, at, tolerance)
+    fcols = _subgame._device_indices(dev, lay)["fcols"]
+    return _subgame._host(_subgame._write_frozen(dev, fcols, sums))
 
 
 def test_frozen_catch_up_by_hand():
@@ -519,11 +533,9 @@ def test_frozen_catch_up_by_hand():
     0.5), X += 6 sigma = (4.5, 1.5); 'K | b' has regrets (0, -2): uniform (1/2, 1/2),
     S += (2, 2), X += (4, 4). Every other row is left as it was."""
     from jaxcfr.pruning._solver import from_blocks
-    from jaxcfr.pruning._subgame import _catch_up
 
     game, lay, blocks, c, jpb, kb = _kuhn_catch_up_setup()
-    _catch_up(blocks, game, lay, c, 0.0)
-    master = from_blocks(blocks, np)
+    master = from_blocks(_catch_up_on(blocks, game, lay, c, 0.0), np)
     shape = master.regrets.shape
     want_s = np.full(shape, 10.0)
     want_x = np.full(shape, 20.0)
@@ -541,8 +553,6 @@ def test_catch_up_cache_follows_its_inputs():
     recomputed when one changes. By hand, on :func:`test_frozen_catch_up_by_hand`'s
     setup (P1's front A_S = 2): 'J | pb' regrets (3, 1) give sigma (3/4, 1/4) at
     tolerance 0, (1, 0) at tolerance 2 (only 3 > 2); then regrets (0, 5): (0, 1)."""
-    from jaxcfr.pruning._subgame import _catch_up
-
     game, lay, master, c, jpb, _ = _kuhn_catch_up_setup()
     steps = [(0.0, None, (1.5, 0.5), 1), (0.0, None, (1.5, 0.5), 1)]
     steps += [(2.0, None, (2.0, 0.0), 2), (2.0, (0.0, 5.0), (0.0, 2.0), 3)]
@@ -552,9 +562,8 @@ def test_catch_up_cache_follows_its_inputs():
     for tol, regrets, add, computed in steps:
         if regrets is not None:
             blk["R"][:, col] = regrets
-        before = blk["S"][:, col].copy()
-        _catch_up(master, game, lay, c, tol)
-        np.testing.assert_array_equal(blk["S"][:, col] - before, add)
+        out = _catch_up_on(master, game, lay, c, tol).blocks[int(jpb >= n0)]
+        np.testing.assert_array_equal(out["S"][:, col] - blk["S"][:, col], add)
         assert lay.cache["computed"] == computed
 
 

@@ -239,8 +239,8 @@ def child(
         cur = stats["current"]
         tol = regret_tolerance(game, game.sf_payoff.dtype)
         stretch = _subgame._stretch_fn(solver, tol)
-        blocks = _subgame.host_blocks(game, state)
-        c = _subgame._gather(blocks, cur)
+        blocks = _subgame._device(_subgame.host_blocks(game, state))
+        c, _ = _subgame._gather(blocks, cur)  # run_live's compact state
         out["xla"] = {
             "stretch": _xla_bytes(stretch, cur.game, cur.extra, c, np.int32(check_every - 1)),
             "check": _xla_bytes(jax.jit(solver.update.step_blocks), game, blocks),

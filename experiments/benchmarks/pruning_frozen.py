@@ -134,7 +134,8 @@ def main(argv=None):
         mb = "-"
         if st.get("current") is not None:
             cur = st["current"]
-            carry = _subgame._gather(_subgame.host_blocks(game, out[c]), cur)
+            master = _subgame._device(_subgame.host_blocks(game, out[c]))
+            carry, _ = _subgame._gather(master, cur)  # run_live's compact state
             nbytes = sum(np.asarray(x).nbytes for x in jax.tree.leaves((cur.game, cur.extra)))
             nbytes += sum(np.asarray(x).nbytes for x in jax.tree.leaves(carry))
             mb = f"{nbytes / 2**20:.2f}"

@@ -363,6 +363,12 @@ def _used_fields(pruning: str, predictive: bool) -> frozenset:
     return frozenset(used)
 
 
+def allocated_fields(game: Game, state: PrunedState) -> frozenset:
+    """The ``[I, A]`` fields ``state`` allocates (every other one is a ``[0, A]``
+    placeholder, :func:`_used_fields`): the mode's own set, read from the state."""
+    return frozenset(f for _, f in _BLOCKS if np.shape(getattr(state, f))[0] == game.num_infosets)
+
+
 class BlockState(NamedTuple):
     """A :class:`PrunedState` in the kernel's layout (what ``update`` computes on):
     ``blocks`` per player p a dict of ``[A, n_p]`` action-major blocks named as in

@@ -80,7 +80,7 @@ from jaxcfr.pruning._solver import (
     _BASES,
     BlockState,
     PrunedState,
-    _used_fields,
+    allocated_fields,
     from_blocks,
     to_blocks,
 )
@@ -546,11 +546,13 @@ def _catch_up_fn(tolerance: float):
     return jax.jit(rho)
 
 
-def _catch_up(master: BlockState, game: Game, lay: Layout, c: dict, tolerance: float) -> None:
+def _catch_up(master: BlockState, game: Game, lay: Layout, c: dict, at, tolerance: float):
     """Bring the average and faced-plan sums of the opponent-frozen rows ``lay`` left
-    out up to date after a stretch (in place on the host master copy, a
-    :class:`BlockState`; the rows' regrets,
-    V and bounds did not change: their cf values were 0).
+    out up to date after a stretch: their new ``(S, X)`` columns per player (padded to
+    ``fcols`` of :func:`_device_indices`; ``None`` where p has none), which
+    :func:`_scatter` writes into the device master copy (:func:`_write_frozen`); ``at``
+    the rows' columns :func:`_gather` read before the stretch. The rows' regrets,
+    V and bounds did not change: their cf values were 0.
 
     In the stretch sigma(I, a) is fixed at a frozen row (its regrets and the pruned
     set are), so player p's plan there is x_t(I, a) = x_t(f) rho(I, a), where f is
@@ -564,36 +566,41 @@ def _catch_up(master: BlockState, game: Game, lay: Layout, c: dict, tolerance: f
     X(I, a) = X_0(I, a) + rho(I, a) A_X(f), with A_S(f) = the window's sum of w_t x_t(f)
     prod_{u >= t} d_u and A_X(f) = the sum of x'_t(f), which the stretch accumulates at
     the front sequences only (``c["aS"]``, ``c["aX"]``). S_0 prod d is applied with
-    every row outside the sub-game (:func:`_scatter_device_fn` in ``run_live``,
-    :func:`_scatter` on a host copy); rho comes from one jitted call over the full game
-    (:func:`_catch_up_fn`: the library's regret matching and plan
-    pass, the frozen rows selected by a mask), kept in ``lay.cache`` while the rows'
+    every row outside the sub-game (:func:`_scatter_device_fn`); rho comes from one
+    jitted call over the full game (:func:`_catch_up_fn`: the library's regret matching
+    and plan pass, the frozen rows selected by a mask), kept in ``lay.cache`` while the rows'
     regrets and pruned bits are the ones it was computed from (the key: those bytes, the
     regret matching's ``tolerance`` and the regrets' dtype; the bytes change only where a
     check prunes an action of a frozen row); the update is
     one host pass over the frozen rows. Equal to the dense sums up to float rounding
     (one product of sums instead of a sum of products)."""
     if not _has_frozen(lay):
-        return
-    starts = (0, master.blocks[0]["R"].shape[1])
-    cols = [fz["rows"] - starts[p] for p, fz in enumerate(lay.frozen)]
-    blocks = master.blocks
-    at = tuple(
-        {name: blocks[p][_BLOCK_OF[name]][:, col] for name in ("R", "pr", "S", "X")}
-        for p, col in enumerate(cols)
-    )
+        return (None, None)
+    fcols = _device_indices(master, lay)["fcols"]
+    at = jax.device_get(at)
+    dec = np.asarray(c["dec"])
+    host = []
+    for p, a in enumerate(at):
+        nf = lay.frozen[p]["rows"].size
+        a = {k: np.ascontiguousarray(v[:, :nf]) for k, v in a.items()}
+        a["S"] = a["S"] * np.asarray(dec, a["S"].dtype)  # the window's decay, as _scatter
+        host.append(a)
+    acc = {k: jax.device_get(c[k]) for k in ("aS", "aX")}
     new = _frozen_sums(
         game,
         lay,
-        tuple(b["R"] for b in blocks),
-        tuple(b["pruned"] for b in blocks),
-        at,
-        c,
+        tuple(b["R"] for b in master.blocks),
+        tuple(b["pruned"] for b in master.blocks),
+        tuple(host),
+        acc,
         tolerance,
     )
-    for p, col in enumerate(cols):
-        if new[p] is not None:
-            blocks[p]["S"][:, col], blocks[p]["X"][:, col] = new[p]
+    return tuple(
+        None
+        if v is None
+        else tuple(np.pad(x, ((0, 0), (0, int(fcols[p].shape[0]) - x.shape[1]))) for x in v)
+        for p, v in enumerate(new)
+    )
 
 
 def _has_frozen(lay: Layout) -> bool:
@@ -797,11 +804,13 @@ _BLOCK_OF = {"R": "R", "S": "S", "pr": "pruned", "B": "bound", "X": "X"}
 
 def host_blocks(game: Game, state) -> BlockState:
     """A writable host :class:`BlockState` (numpy, contiguous ``[A, n_p]`` blocks) of a
-    Total RBP :class:`PrunedState` (or of a :class:`BlockState`, copied)."""
+    :class:`PrunedState` (or of a :class:`BlockState`, copied): the fields the state
+    allocates (``[I, A]``) become blocks, its ``[0, A]`` placeholders stay in ``rest``
+    (:func:`allocated_fields`)."""
     if isinstance(state, BlockState):
         return jax.tree.map(np.array, state)
     state = PrunedState(*(np.asarray(x) for x in state))
-    return jax.tree.map(np.array, to_blocks(game, state, _used_fields("total", False), np))
+    return jax.tree.map(np.array, to_blocks(game, state, allocated_fields(game, state), np))
 
 
 def _columns(master: BlockState, lay: Layout) -> list:
@@ -817,54 +826,6 @@ def _columns(master: BlockState, lay: Layout) -> list:
     return out
 
 
-def _gather(master: BlockState, lay: Layout) -> dict:
-    """The compact state of ``lay`` (host numpy): per player ``[A, n_p']`` blocks, the
-    columns of the master copy's (a host :class:`BlockState`) rows (dummies: zeros /
-    False), ``V`` ``[n_p']``, the iteration ``t``, ``fail`` (False) and the CFR+ decay
-    ``dec`` (1) of the rows outside."""
-    cols = _columns(master, lay)
-    c = {}
-    for name, _, fill in _CARRY:
-        out = []
-        for p, (col, dummy) in enumerate(cols):
-            x = master.blocks[p][_BLOCK_OF[name]][:, col]
-            x[:, dummy] = fill
-            out.append(x)
-        c[name] = tuple(out)
-    c["V"] = tuple(
-        np.where(dummy, 0, master.blocks[p]["V"][col]).astype(master.blocks[p]["V"].dtype)
-        for p, (col, dummy) in enumerate(cols)
-    )
-    c["t"] = np.asarray(master.iteration)
-    dtype = master.blocks[0]["S"].dtype
-    for acc in ("aS", "aX"):  # window sums at the left-out frozen rows' parents (_catch_up)
-        c[acc] = tuple(np.zeros(f.shape, dtype) for f in lay.extra["front"])
-    c["fail"] = np.zeros((), bool)
-    c["dec"] = np.ones((), dtype)
-    return c
-
-
-def _scatter(
-    master: BlockState, game: Game, lay: Layout, c: dict, tolerance: float = 0.0
-) -> BlockState:
-    """Write the compact state ``c`` back into the host master copy (a
-    :class:`BlockState`, in place; the rows outside get the CFR+ decay ``dec``, the
-    left-out frozen rows their window's sums, :func:`_catch_up`, whose regret matching
-    takes ``tolerance``); returns it with the new iteration."""
-    for p, (col, dummy) in enumerate(_columns(master, lay)):
-        blk = master.blocks[p]
-        ss = blk["S"]
-        ss *= np.asarray(c["dec"], ss.dtype)  # one rounding, as the jitted version
-        real = ~dummy
-        for name, _, _ in _CARRY:
-            if name == "pr":  # the stretch never changes the pruned set
-                continue
-            blk[_BLOCK_OF[name]][:, col[real]] = np.asarray(c[name][p])[:, real]
-        blk["V"][col[real]] = np.asarray(c["V"][p])[real]
-    _catch_up(master, game, lay, c, tolerance)
-    return master._replace(iteration=np.array(np.asarray(c["t"])))
-
-
 def _device_indices(master: BlockState, lay: Layout) -> dict:
     """The device index arrays of ``lay`` for the master copy kept on the device (built
     once per layout, kept in ``lay.cache``): per player ``cols`` (the rows' columns of
@@ -874,7 +835,7 @@ def _device_indices(master: BlockState, lay: Layout) -> dict:
     if "device" not in lay.cache:
         n = [master.blocks[p]["R"].shape[1] for p in (0, 1)]
         starts = (0, n[0])
-        out = {"cols": [], "dummy": [], "put": [], "fcols": [], "nf": []}
+        out = {"cols": [], "dummy": [], "put": [], "fcols": []}
         for p, (col, dummy) in enumerate(_columns(master, lay)):
             out["cols"].append(jnp.asarray(col, jnp.int32))
             out["dummy"].append(jnp.asarray(dummy))
@@ -882,17 +843,14 @@ def _device_indices(master: BlockState, lay: Layout) -> dict:
             f = lay.frozen[p]["rows"] - starts[p] if lay.frozen else np.zeros(0, np.int64)
             pad = _bucket(f.size) - f.size
             out["fcols"].append(jnp.asarray(np.concatenate([f, np.full(pad, n[p])]), jnp.int32))
-            out["nf"].append(int(f.size))
         lay.cache["device"] = {k: tuple(v) for k, v in out.items()}
     return lay.cache["device"]
 
 
 @jax.jit
 def _gather_device(master: BlockState, ix: dict, front: tuple):
-    """:func:`_gather` on the device master copy (``ix``: :func:`_device_indices`
-    without ``nf``; ``front``: ``lay.extra["front"]``, for the window sums' shapes), and
-    the left-out frozen rows' ``R``, ``pr``, ``S``, ``X`` columns (padded; the padding
-    reads column 0)."""
+    """:func:`_gather`'s jitted call (``ix``: :func:`_device_indices`; ``front``:
+    ``lay.extra["front"]``, for the window sums' shapes)."""
     c = {}
     for name, _, fill in _CARRY:
         c[name] = tuple(
@@ -907,7 +865,7 @@ def _gather_device(master: BlockState, ix: dict, front: tuple):
     )
     c["t"] = master.iteration
     dtype = master.blocks[0]["S"].dtype
-    for acc in ("aS", "aX"):
+    for acc in ("aS", "aX"):  # window sums at the left-out frozen rows' parents (_catch_up)
         c[acc] = tuple(jnp.zeros(f.shape, dtype) for f in front)
     c["fail"] = jnp.zeros((), bool)
     c["dec"] = jnp.ones((), dtype)
@@ -921,11 +879,34 @@ def _gather_device(master: BlockState, ix: dict, front: tuple):
     return c, at
 
 
+def _gather(master: BlockState, lay: Layout):
+    """The compact state of ``lay`` from the device master copy (a :class:`BlockState`),
+    one jitted call: per player ``[A, n_p']`` blocks of the rows' columns (dummies: zeros
+    / False), ``V`` ``[n_p']``, the iteration ``t``, ``fail`` (False), the CFR+ decay
+    ``dec`` (1) of the rows outside and the window sums ``aS``, ``aX`` (zeros) at the
+    left-out frozen rows' parents; and ``at``, those frozen rows' ``R``, ``pr``, ``S``,
+    ``X`` columns (padded; the padding reads column 0) for :func:`_catch_up`."""
+    return _gather_device(master, _device_indices(master, lay), lay.extra["front"])
+
+
+def _write_frozen(master: BlockState, fcols: tuple, frozen_sums) -> BlockState:
+    """The master copy with the left-out frozen rows' new sums ``frozen_sums``
+    (:func:`_catch_up`: per player ``(S, X)`` padded columns, or ``None``) written at
+    ``fcols`` (:func:`_device_indices`; padding dropped)."""
+    blocks = []
+    for p, b in enumerate(master.blocks):
+        if frozen_sums[p] is not None:
+            b = dict(b)
+            b["S"] = b["S"].at[:, fcols[p]].set(frozen_sums[p][0], mode="drop")
+            b["X"] = b["X"].at[:, fcols[p]].set(frozen_sums[p][1], mode="drop")
+        blocks.append(b)
+    return master._replace(blocks=tuple(blocks))
+
+
 def _scatter_device_fn(master: BlockState, c: dict, ix: dict, frozen_sums):
-    """:func:`_scatter` on the device master copy (donated): the CFR+ decay ``dec`` on
-    every S, the compact state's live rows written back (dummies dropped), the left-out
-    frozen rows' new sums ``frozen_sums`` (per player ``(S, X)`` padded columns, or
-    ``None``: none) written at ``ix["fcols"]`` (padding dropped)."""
+    """:func:`_scatter`'s jitted call (the master donated): the CFR+ decay ``dec`` on
+    every S, the compact state's live rows written back (dummies dropped), then the
+    frozen rows' sums (:func:`_write_frozen`)."""
     blocks = []
     for p, b in enumerate(master.blocks):
         b = dict(b)
@@ -937,56 +918,34 @@ def _scatter_device_fn(master: BlockState, c: dict, ix: dict, frozen_sums):
             field = _BLOCK_OF[name]
             b[field] = b[field].at[:, put].set(c[name][p], mode="drop")
         b["V"] = b["V"].at[put].set(c["V"][p], mode="drop")
-        if frozen_sums[p] is not None:
-            f = ix["fcols"][p]
-            b["S"] = b["S"].at[:, f].set(frozen_sums[p][0], mode="drop")
-            b["X"] = b["X"].at[:, f].set(frozen_sums[p][1], mode="drop")
         blocks.append(b)
-    return master._replace(blocks=tuple(blocks), iteration=c["t"])
+    master = master._replace(blocks=tuple(blocks), iteration=c["t"])
+    return _write_frozen(master, ix["fcols"], frozen_sums)
 
 
 _scatter_device = jax.jit(_scatter_device_fn, donate_argnums=(0,))
 
 
+def _scatter(master: BlockState, game: Game, lay: Layout, c: dict, at, tolerance: float):
+    """Write the compact state ``c`` after a stretch back into the device master copy
+    (donated; returned with the new iteration): the rows outside get the CFR+ decay
+    ``dec``, the left-out frozen rows their window's sums (:func:`_catch_up`, a host pass
+    on their columns ``at`` from :func:`_gather`, whose regret matching takes
+    ``tolerance``)."""
+    sums = _catch_up(master, game, lay, c, at, tolerance)
+    return _scatter_device(master, c, _device_indices(master, lay), sums)
+
+
 def _stretch_on_device(master, game, lay, fn, n, tolerance):
-    """One stretch with the master copy on the device: gather, the jitted stretch
-    ``fn``, the frozen rows' catch-up (host pass on their columns only), scatter
-    (donated). Returns ``(master, ran, fail)``; on ``fail`` the master is unchanged."""
-    ix = _device_indices(master, lay)
-    dix = {k: v for k, v in ix.items() if k != "nf"}
-    c, at = _gather_device(master, dix, lay.extra["front"])
+    """One stretch with the master copy on the device: :func:`_gather`, the jitted
+    stretch ``fn``, :func:`_scatter` (the frozen rows' catch-up on their columns only;
+    the master donated). Returns ``(master, ran, fail)``; on ``fail`` the master is
+    unchanged."""
+    c, at = _gather(master, lay)
     c, ran = fn(lay.game, lay.extra, c, np.int32(n))
     if bool(c["fail"]):
         return master, int(ran), True
-    sums = (None, None)
-    if _has_frozen(lay):
-        at = jax.device_get(at)
-        dec = np.asarray(c["dec"])
-        host = []
-        for p, a in enumerate(at):
-            nf = ix["nf"][p]
-            a = {k: np.ascontiguousarray(v[:, :nf]) for k, v in a.items()}
-            a["S"] = a["S"] * np.asarray(dec, a["S"].dtype)  # the window's decay, as _scatter
-            host.append(a)
-        acc = {k: jax.device_get(c[k]) for k in ("aS", "aX")}
-        new = _frozen_sums(
-            game,
-            lay,
-            tuple(b["R"] for b in master.blocks),
-            tuple(b["pruned"] for b in master.blocks),
-            tuple(host),
-            acc,
-            tolerance,
-        )
-        sums = tuple(
-            None
-            if v is None
-            else tuple(
-                np.pad(x, ((0, 0), (0, int(ix["fcols"][p].shape[0]) - x.shape[1]))) for x in v
-            )
-            for p, v in enumerate(new)
-        )
-    return _scatter_device(master, c, dix, sums), int(ran), False
+    return _scatter(master, game, lay, c, at, tolerance), int(ran), False
 
 
 def _pruned_mask(master: BlockState) -> np.ndarray:
