@@ -119,9 +119,11 @@ def _sample(
     (compiled form), or ``target`` the searcher's key (step form: the walk is
     restricted to consistent children until it reaches the target infoset) with
     ``root_row`` the forced draw's row at the root (:func:`_root_row`, the same in
-    every simulation of a search)."""
+    every simulation of a search; computed here when not given)."""
     dtype = state.stats.dtype
     R = state.in_memory.shape[0]
+    if target is not None and root_row is None:
+        root_row = _root_row(game, target, dtype)
 
     def step(d, kinds, v, c):
         playout, reached = c.playout, c.reached
