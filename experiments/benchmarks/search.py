@@ -9,7 +9,8 @@ per core, each device its own share of the searchers; the count is printed), eac
 from the root view, fresh tables, its own key (``--view deep``: from
 the view at the first history of the largest target set, as
 ``search_step --view deep``) runs N iterations;
-the first call (compile + N) is reported apart from the second (steady state).
+the first call (compile + N) is reported apart from the second (steady state, on a
+fresh batch: both calls do the same work; ``_search_rate.search_rate``).
 iterations/s counts trajectories (one OOS iteration = one trajectory for one update
 player; one ISMCTS iteration = one simulation) summed over the B searchers, per wall
 second and per CPU second of the process (all threads: on a shared machine the
@@ -24,20 +25,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
-
-import jax
-import jax.numpy as jnp
 
 import games_tensor as gt
 import jaxcfr
 from experiments import host_devices
 from experiments.benchmarks._cli import Parser
+from experiments.benchmarks._search_rate import search_rate
 from experiments.benchmarks.search_step import deep_view
-from jaxcfr._shard import batch_sharding
-from jaxcfr.search import _table as tbl
-from jaxcfr.search import compiler_options as search_compiler_options
 
 GAMES = {
     "ld": (
@@ -76,33 +71,6 @@ def _openspiel(binary: str, mode: str, game: str, n: int) -> float | None:
     return None
 
 
-def _ours(game, bot, batch: int, n: int, view):
-    """(compile seconds, iterations/s summed over the batch, bytes per searcher,
-    iterations per CPU second of this process: all threads, the comparable figure on
-    a shared machine)."""
-    state0 = bot.init(game)
-    states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
-    keys = jax.random.split(jax.random.key(0), batch)
-    where = batch_sharding(batch)  # on their devices before the calls
-    if where is not None:
-        states, keys = jax.device_put((states, keys), where)
-    run = jax.jit(
-        jaxcfr.sharded_vmap(bot.search, (None, 0, None, 0, None)),
-        donate_argnums=1,
-        compiler_options=search_compiler_options(game),
-    )
-    num = jnp.asarray(n, jnp.int32)
-    t0 = time.perf_counter()
-    states = jax.block_until_ready(run(game, states, view, keys, num))
-    first = time.perf_counter() - t0
-    keys = jax.random.split(jax.random.key(1), batch)
-    keys = jax.block_until_ready(keys if where is None else jax.device_put(keys, where))
-    t0, c0 = time.perf_counter(), time.process_time()
-    jax.block_until_ready(run(game, states, view, keys, num))
-    steady, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return first - steady, batch * n / steady, tbl.bytes_per_state(state0), batch * n / cpu
-
-
 def main(argv=None) -> int:
     ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="1,512")
@@ -132,7 +100,7 @@ def main(argv=None) -> int:
             view = jaxcfr.root_view() if args.view == "root" else deep_view(game, kind)
             for batch in (int(b) for b in args.batches.split(",")):
                 n = args.iterations if batch == 1 else args.batched_iterations
-                comp, ips, nbytes, cps = _ours(game, bot, batch, n, view)
+                comp, ips, nbytes, cps = search_rate(game, bot, batch, n, view)
                 ratio = ips / ref_ismcts if ref_ismcts else float("nan")
                 rows.append(
                     (name, bot.name, batch, comp, ips, cps, nbytes, ref_ismcts, ref_oos, ratio)

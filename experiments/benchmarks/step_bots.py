@@ -26,10 +26,7 @@ only waits on the device, so the goal's column is wall it/s / 170k there.
 
 from __future__ import annotations
 
-import time
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import games_tensor as gt
@@ -37,11 +34,9 @@ import games_tensor.step as gs
 import jaxcfr
 from experiments import host_devices
 from experiments.benchmarks._cli import Parser
+from experiments.benchmarks._search_rate import search_rate
 from games_tensor._rules import CHANCE
-from jaxcfr import _sampling as smp
-from jaxcfr._shard import batch_sharding
 from jaxcfr.search import _bots
-from jaxcfr.search import _table as tbl
 
 GOAL = 170_000.0  # iterations/s of the OOS paper's Java implementation (one thread)
 GAMES = {
@@ -86,41 +81,9 @@ def _view(game, step_form: bool, ply: int = 0):
 
 
 def _rate(game, bot, batch: int, n: int, step_form: bool, ply: int = 0):
-    """(compile seconds, iterations/s summed over the batch, bytes per searcher,
-    iterations per CPU second of this process: all threads, so on a shared machine
-    the comparable figure)."""
-    state0 = bot.init(game)
-
-    where = batch_sharding(batch)  # the batch on its devices before a timed call
-
-    def place(x):
-        return x if where is None else jax.device_put(x, where)
-
-    def states():  # a fresh batch per call: the call donates it (no copy of the tables)
-        tiled = jax.tree_util.tree_map(
-            lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0
-        )
-        return place(tiled)
-
-    view = _view(game, step_form, ply)
-    opts = smp.step_compiler_options() if step_form else {}
-    run = jax.jit(
-        jaxcfr.sharded_vmap(bot.search, (None, 0, None, 0, None)),
-        static_argnums=(0, 4),
-        donate_argnums=1,
-        compiler_options=opts or None,
-    )
-    t0 = time.perf_counter()
-    jax.block_until_ready(
-        run(game, states(), view, place(jax.random.split(jax.random.key(0), batch)), n)
-    )
-    first = time.perf_counter() - t0
-    s1 = jax.block_until_ready(states())
-    k1 = jax.block_until_ready(place(jax.random.split(jax.random.key(1), batch)))
-    t0, c0 = time.perf_counter(), time.process_time()
-    jax.block_until_ready(run(game, s1, view, k1, n))
-    steady, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return first - steady, batch * n / steady, tbl.bytes_per_state(state0), batch * n / cpu
+    """:func:`search_rate` of ``batch`` searchers at the first decision (``ply``
+    decisions later; :func:`_view`)."""
+    return search_rate(game, bot, batch, n, _view(game, step_form, ply))
 
 
 def main(argv=None) -> int:

@@ -112,12 +112,18 @@ class _Carry(NamedTuple):
     refused: jax.Array  # bool: a new infoset was refused (full table)
 
 
-def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, target=None):
+def _sample(
+    game, tables, state, u, path_slot, depth, selection, c_uct, gamma, target=None, root_row=None
+):
     """One simulation; ``path_slot`` [D] the forced slots above the start history
     (compiled form), or ``target`` the searcher's key (step form: the walk is
-    restricted to consistent children until it reaches the target infoset)."""
+    restricted to consistent children until it reaches the target infoset) with
+    ``root_row`` the forced draw's row at the root (:func:`_root_row`, the same in
+    every simulation of a search; computed here when not given)."""
     dtype = state.stats.dtype
     R = state.in_memory.shape[0]
+    if target is not None and root_row is None:
+        root_row = _root_row(game, target, dtype)
 
     def step(d, kinds, v, c):
         playout, reached = c.playout, c.reached
@@ -125,11 +131,21 @@ def _sample(game, tables, state, u, path_slot, depth, selection, c_uct, gamma, t
         if target is not None:
             reached = reached | tbl.step_member(game, target, v)
             forced = ~reached
-            # the counts weigh only forced draws (skipped once every simulation of the
-            # batch has reached its start infoset; 0/1 at the searcher's own decisions)
-            counts = tbl.step_draw_weights(game, target, v, W, reached, dtype)
-            masked = jnp.where(v.row > 0, counts, 0.0)
-            forced_row = jnp.where(jnp.sum(masked) > 0, masked, v.row)
+            # the forced draw's row (used only where forced): at the root (d == 0,
+            # unbatched: a real branch) the one computed once per search; below it
+            # from the node's counts, skipped once every simulation of the batch has
+            # reached its start infoset (0/1 at the searcher's own decisions)
+            forced_row = jax.lax.cond(
+                d == 0,
+                lambda: root_row,
+                lambda: jax.lax.cond(
+                    smp.batch_all(reached),
+                    lambda: v.row,
+                    lambda: _forced_row(
+                        tbl.step_draw_weights(game, target, v, W, reached, dtype), v.row
+                    ),
+                ),
+            )
         else:
             forced = d < depth
             forced_row = (jnp.arange(W) == path_slot[d]).astype(dtype)
@@ -244,6 +260,27 @@ def _rows(game, records, utility, selection, max_u, R=None):
     return jnp.stack(rows), jnp.stack(nv), jnp.stack(vv), jnp.stack(sv)
 
 
+def _forced_row(counts, row):
+    """The step form's forced draw ``[W]``: the completion counts of the node's
+    possible children (``row > 0``), or the node's row where none is positive (a
+    trajectory that has reached its target; callers use the draw only where forced)."""
+    masked = jnp.where(row > 0, counts, 0.0)
+    return jnp.where(jnp.sum(masked) > 0, masked, row)
+
+
+def _root_row(game, target, dtype):
+    """:func:`_forced_row` at the root (``tbl.step_draw_weights`` at ``game.init()``,
+    reached iff the search is from the root or the root is in the target set, as
+    :func:`_sample`'s first trip has it): the same in every simulation of a search, so
+    computed once per search instead of once per simulation (II-GS(13) mid-match: one
+    counting DP of the few per simulation)."""
+    W = smp.num_slots(game)
+    v = smp.read_step(game, game.init(), W)
+    reached = (target.player < 0) | tbl.step_member(game, target, v)
+    counts = tbl.step_draw_weights(game, target, v, W, reached, dtype)
+    return smp.materialize(_forced_row(counts, v.row))
+
+
 # records a trip of the step form's span backup (smp.add_record_span); the in-tree
 # part of a simulation is a few records
 SPAN_CHUNK = 4
@@ -302,10 +339,11 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
         if smp.is_step(game):
             target = tbl.StepTarget(jnp.asarray(view.player, jnp.int32), view.infoset, False)
             tables = paths = None
+            root_row = _root_row(game, target, state.stats.dtype)
         else:
             sets = tbl.infoset_sets(game)
             paths = tbl.target_paths(game, sets, jnp.where(view.infoset < 0, -1, view.infoset))
-            tables, target = smp.node_tables(game), None
+            tables, target, root_row = smp.node_tables(game), None, None
 
         seed = smp.stream_seed(key)
 
@@ -319,7 +357,7 @@ def ismcts(selection="uct", c=None, gamma=0.2, capacity=tbl.DEFAULT_CAPACITY) ->
                 u, path_slot = smp.materialize((u, paths.slot[:, m]))  # once, not in every kernel
                 depth = paths.depth
             records, carry, utility = _sample(
-                game, tables, st, u, path_slot, depth, selection, c_uct, gamma, target
+                game, tables, st, u, path_slot, depth, selection, c_uct, gamma, target, root_row
             )
             R = st.in_memory.shape[0]
 
