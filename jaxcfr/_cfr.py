@@ -162,10 +162,23 @@ def _policy(game, player, regrets, prediction, predictive: bool, view, compact=F
 
 # True: the payoff step sums by fan-in group where the game carries the groups
 # (``sf.uses_groups``: II-Goofspiel in the compact layout), as the exact evaluation does,
-# with the same bits. Off by default: on II-GS(6) it ran 1.35-1.39x in CPU time
-# interleaved in one process, but 0.99-1.00x of the segment sum in separate processes
-# (kernel_ab), so no gain is resolved (docs/cfr.md "Session 26"). False: main's segment sum.
-GROUPED = False
+# with the same bits, from plans written level by level into one buffer (:func:`_plan`).
+# Sessions 26 and 29 measured the groups from the concatenated plan (which XLA fused
+# into the payoff gathers): no gain resolved across processes. With the written plan
+# (session 31; and ``sf.join_levels`` writing unsplit levels) II-GS(6) ran CFR 197 -> 411
+# and CFR+ 85 -> 427 it/CPU-s interleaved in one process (load 5.4), the same float32 and
+# float64 iterates. False: the segment sum over the payoff entries from the concatenated
+# plan.
+GROUPED = True
+
+
+def _plan(game: Game, policy: jax.Array, player: int, compact: bool) -> jax.Array:
+    """``player``'s realization plan for the update: written level by level into one
+    buffer where the payoff step sums by fan-in group (``GROUPED`` and
+    ``sf.uses_groups``; each level computed once, ``sf.plan_block(..., written=True)``),
+    else concatenated (LD(1,1), padded and split, ran 0.77x written, session 31)."""
+    written = GROUPED and sf.uses_groups(game, compact)
+    return sf.plan_block(game, policy, player, compact, written=written)
 
 
 def _player_update(
@@ -318,14 +331,14 @@ def make_cfr_solver(
             _policy(game, p, blocks[p][0], blocks[p][2], predictive, view, compact) for p in (0, 1)
         ]
         full_policy = [view.expand(game, p, policy[p]) for p in (0, 1)]  # one gather each
-        plan0 = sf.plan_block(game, full_policy[0], 0, compact)
-        plan1 = sf.plan_block(game, full_policy[1], 1, compact)
+        plan0 = _plan(game, full_policy[0], 0, compact)
+        plan1 = _plan(game, full_policy[1], 1, compact)
         blocks[0] = _player_update(
             game, policy[0], full_policy[0], plan1, plan0, 0, blocks[0], *pieces
         )
         if alternating:  # P2 sees P1's new policy; P2's plan block is unchanged
             policy0 = _policy(game, 0, blocks[0][0], blocks[0][2], predictive, view, compact)
-            plan0 = sf.plan_block(game, view.expand(game, 0, policy0), 0, compact)
+            plan0 = _plan(game, view.expand(game, 0, policy0), 0, compact)
         blocks[1] = _player_update(
             game, policy[1], full_policy[1], plan0, plan1, 1, blocks[1], *pieces
         )

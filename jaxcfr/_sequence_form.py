@@ -210,13 +210,33 @@ def _on_pieces(game: Game, player: int, d: int, fn, *flats):
 
 
 def join_levels(game: Game, pieces, player: int, compact: bool = False, dtype=None):
-    """The inverse of :func:`level_block`: per-level pieces -> a player's block."""
+    """The inverse of :func:`level_block`: per-level pieces -> a player's block.
+
+    In the compact layout of a player without split levels the pieces are written one
+    after the other into one buffer (:func:`write_flat`), else concatenated: XLA:CPU fuses
+    the pieces' computations into a concatenation as one loop that picks its operand per
+    element and runs scalar (II-Goofspiel(6) CFR: the state's concatenations were about a
+    quarter of an update), while each write is a loop of its own. With split levels
+    (LD(1,1), 33 pieces) the writes ran slower (CFR 0.72x in one process, session 31)."""
     if not pieces:
         shape = (0,) if compact else (game.num_actions, 0)
         return jnp.zeros(shape, dtype or jnp.result_type(float))
     if compact:
-        return jnp.concatenate([p.reshape(-1) for p in pieces])
+        flat = [p.reshape(-1) for p in pieces]
+        if any(_split(game, player, d) for d in range(len(_levels(game, player)))):
+            return jnp.concatenate(flat)
+        return write_flat(flat)
     return jnp.concatenate(pieces, axis=1)
+
+
+def write_flat(pieces) -> jax.Array:
+    """1-D ``pieces`` joined by writing them one after the other into one zero buffer
+    (``dynamic_update_slice``, in place): the values of their concatenation."""
+    out, offset = jnp.zeros((sum(p.shape[0] for p in pieces),), pieces[0].dtype), 0
+    for piece in pieces:
+        out = jax.lax.dynamic_update_slice(out, piece, (offset,))
+        offset += piece.shape[0]
+    return out
 
 
 def over_infosets(game: Game, values: jax.Array, player: int, compact: bool = False):
@@ -378,7 +398,12 @@ def plan_block(
     (II-Goofspiel(6) exploitability: the two concatenations 160-350 us each, the deepest
     level's write about 110 us; session 30, docs/cfr.md "Exact exploitability"). The
     values are the same, so the same bits; the result is a buffer of its own, which XLA
-    does not fuse into the payoff gathers.
+    does not fuse into the payoff gathers. Written, every level but the deepest is also
+    computed into its own buffer first (:func:`jaxcfr._solver.materialized`): otherwise
+    XLA fuses a level's parent gather, normalization and product into the next level's
+    gather and recomputes them per child (II-Goofspiel(6): the deepest level's write
+    recomputed level 4's plan for each of its 65,760 slots; 5% less CPU per call,
+    session 31).
 
     In a padded compact layout (:func:`_padded`) each level's plan is computed once into
     its own buffer (:func:`jaxcfr._solver.materialized`, the same bits): otherwise
@@ -406,10 +431,12 @@ def _compact_plan(game: Game, policy_p: jax.Array, player: int, written: bool = 
     """:func:`plan_block` in the compact layout: each piece's parents are read from the
     previous level's flat plan (``game.compact_parent_piece``, piece order); the pieces
     are concatenated, or with ``written`` written into one zero buffer in the same order."""
-    materialize = _padded(game)
+    padded, last = _padded(game), len(_levels(game, player)) - 1
     pieces = []
     prev = None  # the previous level's plan, flat
     for d, (start, end) in enumerate(_levels(game, player)):
+        # written: every level a later level reads in its own buffer (see plan_block)
+        materialize = padded or (written and d < last)
         if not _split(game, player, d):  # as a [W_d, n_d] block
             pol = level_block(game, policy_p, player, d, True)
             cur = pol
@@ -437,12 +464,7 @@ def _compact_plan(game: Game, policy_p: jax.Array, player: int, written: bool = 
         prev = level[0] if len(level) == 1 else jnp.concatenate(level)
     if not written or not pieces:
         return join_levels(game, pieces, player, True, policy_p.dtype)
-    out, offset = jnp.zeros((compact_size(game, player),), policy_p.dtype), 0
-    for piece in pieces:
-        piece = piece.reshape(-1)
-        out = jax.lax.dynamic_update_slice(out, piece, (offset,))
-        offset += piece.shape[0]
-    return out
+    return write_flat([piece.reshape(-1) for piece in pieces])
 
 
 def realization_plan(game: Game, policy: jax.Array) -> jax.Array:

@@ -365,7 +365,7 @@ def test_checkpoint_leaves_of_the_unsplit_compact_layout_are_converted(monkeypat
 
 @pytest.mark.slow  # ~6 s: two compiles of II-GS(4)'s update after clearing the caches
 def test_grouped_payoff_step_gives_the_segment_sum_iterates(monkeypatch):
-    """``jaxcfr._cfr.GROUPED`` (off by default) sums the CFR payoff step by fan-in group,
+    """``jaxcfr._cfr.GROUPED`` (on by default) sums the CFR payoff step by fan-in group,
     as the exact evaluation does; on II-GS(4) in the compact layout (groups compiled)
     three CFR+ iterates from random regrets equal the segment-sum path's bit for bit."""
     from jaxcfr import _cfr
