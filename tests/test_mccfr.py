@@ -302,15 +302,16 @@ def test_sample_index_never_draws_a_zero_slot(K, dtype, request):
     assert (np.take_along_axis(p, k, axis=1) > 0).all()
 
 
-@pytest.mark.parametrize("K", [2, 6, 13, 20])
+@pytest.mark.parametrize("K", [2, 6, 13, 20, 31, 32])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_prefix_sums_is_the_sequential_cumsum(K, dtype, request):
     """``prefix_sums`` adds ``probs[0], probs[1], ...`` in that order, bit for bit the
     left-to-right running sum (NumPy's ``cumsum`` along the last axis), unbatched and
     vmapped under the bots' compiler options: the summation order the draws of every
-    sampler depend on (session 28 moved the summed axis to the operand's major one).
-    At K = 36 XLA:CPU sums in another fixed order (some sums differ from the running
-    sum by an ulp), so the widths here stop at 20."""
+    sampler depend on. Up to K = 32 it is the unrolled running sum (session 31; XLA's
+    ``[K, K]`` reduction, used before, gave the same bits there); at K = 36 the
+    reduction sums in another fixed order (some sums differ from the running sum by an
+    ulp), so the widths here stop at 32."""
     if dtype == "float64":
         request.getfixturevalue("x64")
     rng = np.random.default_rng(100 + K)
@@ -322,6 +323,34 @@ def test_prefix_sums_is_the_sequential_cumsum(K, dtype, request):
     vf = jax.jit(jax.vmap(smp.prefix_sums), compiler_options=opts)
     for got, rows in ((f(p), want), (vf(p), want), (f(p[3])[None], want[3:4])):
         np.testing.assert_array_equal(np.asarray(got).view(np.uint8), rows.view(np.uint8))
+
+
+@pytest.mark.parametrize("K", [1, 2, 6, 13, 20, 31, 32])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sample_index_is_the_count_below_the_target(K, dtype, request):
+    """``sample_index`` (the unrolled running sum and count up to K = 32, session 31)
+    draws k = #{j : cumsum_j <= u * total} with NumPy's sequential ``cumsum`` and the
+    product in the same dtype, bit for bit, unbatched and vmapped under the bots'
+    compiler options, with zero slots, magnitudes over 8 decades and ``u`` aimed at
+    every cdf boundary and just below it (the draws the start commit's ``[K, K]``
+    reduction gave: its sums were the running sum's up to K = 32)."""
+    if dtype == "float64":
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(200 + K)
+    p = rng.random((256, K)) ** 3 * 10 ** rng.uniform(-6, 2, (256, 1))
+    p = (p * (rng.random((256, K)) < 0.6)).astype(dtype)
+    p[:, -1] = np.where(p.sum(-1) == 0, 1.0, p[:, -1])
+    cdf = np.cumsum(p, axis=-1)
+    total = cdf[:, -1:]
+    u = np.concatenate([cdf / total, np.nextafter(cdf / total, 0), rng.random((256, 3))], 1)
+    u = np.clip(u, 0, np.nextafter(np.asarray(1, dtype), 0)).astype(dtype)  # [B, 2K + 3]
+    want = (cdf[:, None, :] <= (u * total)[:, :, None]).sum(-1)
+    opts = smp.sampling_compiler_options()
+    draw = jax.jit(jax.vmap(jax.vmap(smp.sample_index, (None, 0))), compiler_options=opts)
+    one = jax.jit(smp.sample_index, compiler_options=opts)
+    np.testing.assert_array_equal(np.asarray(draw(p, u)), want)
+    np.testing.assert_array_equal(np.asarray(one(p[5], u[5, 0])), want[5, 0])
+    assert (np.take_along_axis(p, want, axis=1) > 0).all()
 
 
 # ---------------------------------------------------------------- learning vs OpenSpiel
