@@ -324,9 +324,10 @@ def _pack(ints: jax.Array, floats: jax.Array) -> jax.Array:
 
 
 def node_tables(game: Game, compact: bool | None = None) -> NodeTables:
-    """Pack the history tree for walking. Computed from the game's arrays in O(H K);
-    inside a ``lax.scan`` over iterations XLA hoists it out of the loop (measured:
-    no difference from passing precomputed tables). ``compact``: build the compact
+    """Pack the history tree for walking. The wide rows are computed from the game's
+    arrays in O(Hw K) (inside a ``lax.scan`` over iterations XLA hoists them out of the
+    loop); the compact rows are the game's ``node_walk_rows``, built at compile
+    (:func:`compact_rows`). ``compact``: use the compact
     rows (:func:`uses_compact_rows`; None: when the game allows them and its wide rows
     would take at least :data:`COMPACT_MIN_BYTES`); the wide rows then cover only the
     nodes up to the last level holding chance nodes (:func:`num_wide_rows`), the only

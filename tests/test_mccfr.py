@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -267,6 +268,28 @@ def test_compact_rows_cost_no_constant_folding_when_the_game_is_closed_over():
 
     jax.jit(f).lower()
     assert seen == [False]
+
+
+def test_compact_rows_are_the_games_walk_rows_built_at_compile():
+    """The node tables' compact rows are the game's ``node_walk_rows`` (built once by the
+    compiler, passed to a jitted search as part of the game: no per-call build); a game
+    with more than 31 actions gets none (its bitmask would not fit one int32) and
+    ``compact_rows`` refuses it."""
+    from games_tensor._table import walk_rows
+
+    game = gt.load("liars_dice")
+    assert smp.node_tables(game).compact is game.node_walk_rows
+    assert game.node_walk_rows.shape == (game.node_player.shape[0], 4)
+    legal = np.ones((1, 32), bool)
+    rows = walk_rows(np.array([0, -4]), np.array([0, -1]), np.array([[1], [-1]]), legal, [[0], [0]])
+    assert rows.shape == (0, 4)
+    narrow = walk_rows(
+        np.array([0, -4]), np.array([0, -1]), np.array([[1], [-1]]), legal[:, :31], [[0], [7]]
+    )
+    np.testing.assert_array_equal(narrow, [[0, 1, 2**31 - 1, 0], [-4, 0, 2**31 - 1, 7]])
+    wide_game = dataclasses.replace(game, node_walk_rows=jnp.zeros((0, 4), jnp.int32))
+    with pytest.raises(ValueError, match="no walk rows"):
+        smp.compact_rows(wide_game)
 
 
 @pytest.mark.parametrize("K", [6, 13, 20, 36])
