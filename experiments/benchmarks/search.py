@@ -9,7 +9,8 @@ per core, each device its own share of the searchers; the count is printed), eac
 from the root view, fresh tables, its own key (``--view deep``: from
 the view at the first history of the largest target set, as
 ``search_step --view deep``) runs N iterations;
-the first call (compile + N) is reported apart from the second (steady state).
+the first call (compile + N) is reported apart from the steady state (the median of
+``--repeats`` further calls, default 3, each continuing from the last one's tables).
 iterations/s counts trajectories (one OOS iteration = one trajectory for one update
 player; one ISMCTS iteration = one simulation) summed over the B searchers, per wall
 second and per CPU second of the process (all threads: on a shared machine the
@@ -23,6 +24,7 @@ iteration as two trajectories (one per player); we report its trajectories/s.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -76,10 +78,12 @@ def _openspiel(binary: str, mode: str, game: str, n: int) -> float | None:
     return None
 
 
-def _ours(game, bot, batch: int, n: int, view):
+def _ours(game, bot, batch: int, n: int, view, repeats: int = 3):
     """(compile seconds, iterations/s summed over the batch, bytes per searcher,
     iterations per CPU second of this process: all threads, the comparable figure on
-    a shared machine)."""
+    a shared machine); the rates are the medians of ``repeats`` steady calls (one call
+    of 512 Leduc searchers x 500 iterations is about 0.1 s, which one descheduling of a
+    device's thread can halve)."""
     state0 = bot.init(game)
     states = jax.tree_util.tree_map(lambda x: jnp.tile(x[None], (batch,) + (1,) * x.ndim), state0)
     keys = jax.random.split(jax.random.key(0), batch)
@@ -95,12 +99,16 @@ def _ours(game, bot, batch: int, n: int, view):
     t0 = time.perf_counter()
     states = jax.block_until_ready(run(game, states, view, keys, num))
     first = time.perf_counter() - t0
-    keys = jax.random.split(jax.random.key(1), batch)
-    keys = jax.block_until_ready(keys if where is None else jax.device_put(keys, where))
-    t0, c0 = time.perf_counter(), time.process_time()
-    jax.block_until_ready(run(game, states, view, keys, num))
-    steady, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return first - steady, batch * n / steady, tbl.bytes_per_state(state0), batch * n / cpu
+    walls, cpus = [], []
+    for r in range(repeats):
+        keys = jax.random.split(jax.random.key(1 + r), batch)
+        keys = jax.block_until_ready(keys if where is None else jax.device_put(keys, where))
+        t0, c0 = time.perf_counter(), time.process_time()
+        states = jax.block_until_ready(run(game, states, view, keys, num))
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    steady, cpu = statistics.median(walls), statistics.median(cpus)
+    return first - walls[0], batch * n / steady, tbl.bytes_per_state(state0), batch * n / cpu
 
 
 def main(argv=None) -> int:
@@ -112,6 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--openspiel", default="build/openspiel_ref")
     ap.add_argument("--view", default="root", choices=("root", "deep"))
     ap.add_argument("--bots", default="oos,uct,rm")
+    ap.add_argument("--repeats", type=int, default=3, help="steady calls timed per cell (median)")
     args = ap.parse_args(argv)
     print(f"searchers split over {host_devices.describe()}", flush=True)
     rows = []
@@ -132,7 +141,7 @@ def main(argv=None) -> int:
             view = jaxcfr.root_view() if args.view == "root" else deep_view(game, kind)
             for batch in (int(b) for b in args.batches.split(",")):
                 n = args.iterations if batch == 1 else args.batched_iterations
-                comp, ips, nbytes, cps = _ours(game, bot, batch, n, view)
+                comp, ips, nbytes, cps = _ours(game, bot, batch, n, view, args.repeats)
                 ratio = ips / ref_ismcts if ref_ismcts else float("nan")
                 rows.append(
                     (name, bot.name, batch, comp, ips, cps, nbytes, ref_ismcts, ref_oos, ratio)
