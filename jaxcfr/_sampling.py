@@ -122,27 +122,10 @@ def sample_index(probs: jax.Array, u: jax.Array) -> jax.Array:
     ``u * total < total`` (see :func:`uniforms`) with ``total`` the last cdf, trailing
     zero slots are never counted past and a zero slot in the middle is never the first
     one above the target.
-
-    Up to :data:`SEQUENTIAL_MAX` slots the cdf is the running sum ``cdf_j = cdf_{j-1} +
-    probs[j]`` unrolled over the K columns and the count taken in the same elementwise
-    expression: one fused ``[...]`` loop of K adds and K compares per row (then
-    :func:`materialize`\ d, so that its consumers do not each recompute it), no ``[..., K,
-    K]`` operand (the bits of :func:`prefix_sums`' reduction: the same additions in the
-    same order, ``test_prefix_sums_is_the_sequential_cumsum``).
     """
-    K = probs.shape[-1]
-    if K > SEQUENTIAL_MAX:
-        cdf = prefix_sums(probs)
-        target = u * cdf[..., -1]
-        return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
-    cdf = _running_sums(probs)
-    target = u * cdf[-1]
-    k = (cdf[0] <= target).astype(jnp.int32)
-    for c in cdf[1:]:
-        k = k + (c <= target).astype(jnp.int32)
-    # k is elementwise in probs now (no closing reduction): computed once, or XLA fuses
-    # the K adds and compares into each of k's consumers
-    return materialize(k)
+    cdf = prefix_sums(probs)
+    target = u * cdf[..., -1]
+    return jnp.sum((cdf <= target[..., None]).astype(jnp.int32), axis=-1)
 
 
 def sample_set(mask: jax.Array, u: jax.Array) -> jax.Array:
@@ -169,47 +152,30 @@ def sample_set(mask: jax.Array, u: jax.Array) -> jax.Array:
 
 
 def prefix_sums(probs: jax.Array) -> jax.Array:
-    """``cdf [..., K]``: ``cdf_j`` the sum of ``probs[i]``, ``i <= j``, added in the order
-    0, 1, ..., j in every row, so a zero slot's cdf equals its predecessor's bit for bit
-    and the cdf is non-decreasing (``tests/test_mccfr.py``, K up to 36, float32 and
-    float64, 512 rows).
+    """``cdf [..., K]``: ``cdf_j`` the masked sum of ``probs[i]``, ``i <= j``: one
+    ``[..., K, K]`` reduction, a single XLA kernel whatever K (a Python loop of K running
+    sums was K kernels on CPU, each recomputing the fused producers of ``probs``, which
+    made a Liar's Dice search step 3x slower, docs/search.md). Every row of the
+    reduction sums the same positions in the same order, so a zero slot's cdf equals its
+    predecessor's bit for bit and the cdf is non-decreasing (``tests/test_mccfr.py``,
+    K up to 36, float32 and float64, 512 rows). A 0/1 matrix product ``probs @ T`` (tried
+    in session 27, 5x cheaper per draw) broke both on XLA:CPU at some widths (float32 K =
+    20, 36; float64 K = 13): its dot kernel blocks the accumulation, so it was dropped.
 
-    Up to :data:`SEQUENTIAL_MAX` slots: the running sum unrolled over the columns
-    (:func:`_running_sums`; session 31). Wider: one ``[..., K, K]`` masked-sum reduction
-    over the operand's *major* axis i (``[..., i, j]``, reduced over ``-2``), which
-    XLA:CPU runs as K independent, vectorised sums per row; it adds in the sequential
-    order up to K = 32 (the same bits as the running sum, checked at K 1-36, float32 and
-    float64; session 28 measured it 1.14-1.21x the minor-axis form on the search bots),
-    in another fixed order at K 33-36. A Python loop of running sums was once K kernels,
-    each recomputing the fused producers of ``probs`` (a Liar's Dice search step 3x
-    slower, docs/search.md): the bots :func:`materialize` ``probs`` before drawing, and
-    :func:`sample_index` counts in the same fused loop. A 0/1 matrix product ``probs @
-    T`` (session 27) broke the zero-slot property on XLA:CPU at some widths (float32 K =
-    20, 36; float64 K = 13): its dot kernel blocks the accumulation.
+    The summed axis i is the operand's *major* one (``[..., i, j]``, reduced over
+    ``-2``): XLA:CPU then runs the K sums of a row side by side along the minor axis j
+    (vectorised, independent adds) instead of one serial chain of K dependent adds per
+    output (reducing the minor axis). Bits unchanged against the minor-axis form (checked
+    at K 6-36, float32 and float64); the order is the sequential running sum's
+    (0, 1, ..., K - 1) up to K = 20 (``test_prefix_sums_is_the_sequential_cumsum``); at
+    K = 36 XLA sums in another fixed order, the same for both forms. Session 28:
+    1.14-1.21x the simulations per CPU-second of the search bots on Liar's Dice at 512
+    searchers (K = 13).
     """
     K = probs.shape[-1]
-    if K <= SEQUENTIAL_MAX:
-        return jnp.stack(_running_sums(probs), axis=-1)
     upto = jnp.arange(K)[:, None] <= jnp.arange(K)[None, :]  # [i, j]: i <= j
     zero = jnp.zeros((), probs.dtype)
     return jnp.sum(jnp.where(upto, probs[..., :, None], zero), axis=-2)
-
-
-# Widths up to which prefix_sums / sample_index run the unrolled running sum: XLA's
-# [K, K] reduction adds in the sequential order up to K = 32 (float32 and float64,
-# checked against the unrolled sum at K 1-36; at K 33-36 it sums in another order)
-SEQUENTIAL_MAX = 32
-
-
-def _running_sums(probs: jax.Array) -> list[jax.Array]:
-    """``[cdf_0, ..., cdf_{K-1}]``, each ``[...]``: ``cdf_j = cdf_{j-1} + probs[..., j]``
-    (K - 1 dependent elementwise adds, which XLA fuses into its consumer's loop)."""
-    c = probs[..., 0]
-    out = [c]
-    for j in range(1, probs.shape[-1]):
-        c = c + probs[..., j]
-        out.append(c)
-    return out
 
 
 def materialize(tree):

@@ -331,10 +331,10 @@ def test_prefix_sums_is_the_sequential_cumsum(K, dtype, request):
     """``prefix_sums`` adds ``probs[0], probs[1], ...`` in that order, bit for bit the
     left-to-right running sum (NumPy's ``cumsum`` along the last axis), unbatched and
     vmapped under the bots' compiler options: the summation order the draws of every
-    sampler depend on. Up to K = 32 it is the unrolled running sum (session 31; XLA's
-    ``[K, K]`` reduction, used before, gave the same bits there); at K = 36 the
-    reduction sums in another fixed order (some sums differ from the running sum by an
-    ulp), so the widths here stop at 32."""
+    sampler depend on (session 28 moved the summed axis to the operand's major one).
+    XLA:CPU's ``[K, K]`` reduction adds in the sequential order up to K = 32 (checked
+    at K 1-36, session 31); at K = 36 it sums in another fixed order (some sums differ
+    from the running sum by an ulp), so the widths here stop at 32."""
     if dtype == "float64":
         request.getfixturevalue("x64")
     rng = np.random.default_rng(100 + K)
@@ -351,12 +351,11 @@ def test_prefix_sums_is_the_sequential_cumsum(K, dtype, request):
 @pytest.mark.parametrize("K", [1, 2, 6, 13, 20, 31, 32])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_sample_index_is_the_count_below_the_target(K, dtype, request):
-    """``sample_index`` (the unrolled running sum and count up to K = 32, session 31)
-    draws k = #{j : cumsum_j <= u * total} with NumPy's sequential ``cumsum`` and the
-    product in the same dtype, bit for bit, unbatched and vmapped under the bots'
-    compiler options, with zero slots, magnitudes over 8 decades and ``u`` aimed at
-    every cdf boundary and just below it (the draws the start commit's ``[K, K]``
-    reduction gave: its sums were the running sum's up to K = 32)."""
+    """``sample_index`` draws k = #{j : cumsum_j <= u * total} with NumPy's sequential
+    ``cumsum`` and the product in the same dtype, bit for bit, unbatched and vmapped
+    under the bots' compiler options, with zero slots, magnitudes over 8 decades and
+    ``u`` aimed at every cdf boundary and just below it (K up to 32, where the cdf
+    reduction adds in the sequential order)."""
     if dtype == "float64":
         request.getfixturevalue("x64")
     rng = np.random.default_rng(200 + K)
