@@ -32,6 +32,7 @@ from games_tensor._table import (
     fanin_groups,
     level_children,
     level_parent_positions,
+    walk_rows,
 )
 
 DEFAULT_MAX_HISTORIES = 12_000_000
@@ -602,6 +603,16 @@ def compile(rules: Rules, *, max_histories: int = DEFAULT_MAX_HISTORIES) -> Game
         node_public_state=jnp.asarray(node_public.astype(i32)),
         node_parent=jnp.asarray(node_parent.astype(i32)),
         node_depth=jnp.asarray(node_depth.astype(i32)),
+        node_walk_rows=jnp.asarray(
+            walk_rows(
+                node_player,
+                node_infoset,
+                node_children,
+                legal_mask,
+                # u_0's bits in the game's float dtype (as jnp casts it above)
+                np.asarray(jnp.asarray(node_utility, dtype=fdt)).view(np.int32),
+            )
+        ),
         meta=meta,
     )
     host["compile_seconds"] = time.perf_counter() - t0

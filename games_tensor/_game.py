@@ -160,6 +160,7 @@ _DATA_FIELDS = (
     "node_public_state",
     "node_parent",
     "node_depth",
+    "node_walk_rows",
 )
 
 
@@ -231,6 +232,12 @@ class Game:
     node_public_state: jax.Array  # [H] int32: public-state id
     node_parent: jax.Array  # [H] int32: parent node id, -1 at the root
     node_depth: jax.Array  # [H] int32
+    # each node's walk row (games_tensor._table.walk_rows; the samplers' compact node
+    # rows, jaxcfr._sampling.compact_rows): [H, 3 + w] int32, w = float words: the code
+    # (infoset id, CHANCE or TERMINAL), the first child (0 where none), the legal actions
+    # as a bitmask (player nodes: the infoset's; terminals: all A; chance nodes: 0), u_0's
+    # bits; [0, 3 + w] when A > 31 (the bitmask is one int32)
+    node_walk_rows: jax.Array
     meta: GameMeta
 
     # ------------------------------------------------------------------ info

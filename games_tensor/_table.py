@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from games_tensor._game import TERMINAL
+
 
 def block_positions(seq: np.ndarray, start: int, size: int, num_infosets: int, num_actions: int):
     """Flat sequence ids of one player's sequences -> positions in that player's own
@@ -326,3 +328,40 @@ def fanin_groups(own: np.ndarray, opp: np.ndarray, payoff: np.ndarray, size: int
         "payoff": np.concatenate(pays) if pays else np.zeros(0),
         "slot": slot.astype(np.int32),
     }
+
+
+# the legal bitmask of a walk row is one int32 (bits 0..30)
+MAX_WALK_ROW_ACTIONS = 31
+
+
+def walk_rows(node_player, node_infoset, node_children, legal_mask, utility_bits) -> np.ndarray:
+    """``[H, 3 + w]`` int32 walk rows of the history tree (``Game.node_walk_rows``): the
+    node code (infoset id at player nodes, else ``node_player``: CHANCE or TERMINAL), the
+    first child (smallest child id; 0 where none), the legal actions as a bitmask (bit a
+    for action a: the infoset's ``legal_mask`` row at player nodes, all A at terminals, 0
+    at chance nodes), then ``utility_bits`` (``[H, w]`` int32: u_0's bits in the game's
+    float dtype). ``[0, 3 + w]`` when A > :data:`MAX_WALK_ROW_ACTIONS`. Built once at
+    compile, so the samplers do not rebuild them in every call (jaxcfr._sampling's
+    compact node rows read them at the levels without chance nodes)."""
+    node_player = np.asarray(node_player)
+    legal_mask = np.asarray(legal_mask, bool)
+    A = legal_mask.shape[1]
+    utility_bits = np.asarray(utility_bits, np.int32).reshape(node_player.shape[0], -1)
+    if A > MAX_WALK_ROW_ACTIONS:
+        return np.zeros((0, 3 + utility_bits.shape[1]), np.int32)
+    code = np.where(node_player >= 0, np.maximum(node_infoset, 0), node_player)
+    kids = np.asarray(node_children)
+    big = np.iinfo(np.int32).max
+    first = (
+        np.where(kids >= 0, kids, big).min(axis=1) if kids.shape[1] else np.full(code.shape, big)
+    )
+    first = np.where(first == big, 0, first)
+    bits_of = (legal_mask.astype(np.int64) << np.arange(A)).sum(axis=1)  # per infoset
+    bits = np.where(
+        code >= 0,
+        bits_of[np.maximum(node_infoset, 0)],
+        np.where(code == TERMINAL, (1 << A) - 1, 0),
+    )
+    return np.concatenate(
+        [np.stack([code, first, bits], axis=1).astype(np.int32), utility_bits], axis=1
+    )

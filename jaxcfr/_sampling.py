@@ -33,6 +33,7 @@ import numpy as np
 
 from games_tensor import Game
 from games_tensor._game import CHANCE, TERMINAL
+from games_tensor._table import MAX_WALK_ROW_ACTIONS
 from games_tensor.step import StepGame
 from games_tensor.step._core import computed_once
 from jaxcfr import _prng
@@ -289,9 +290,10 @@ def _pack(ints: jax.Array, floats: jax.Array) -> jax.Array:
 
 
 def node_tables(game: Game, compact: bool | None = None) -> NodeTables:
-    """Pack the history tree for walking. Computed from the game's arrays in O(H K);
-    inside a ``lax.scan`` over iterations XLA hoists it out of the loop (measured:
-    no difference from passing precomputed tables). ``compact``: build the compact
+    """Pack the history tree for walking. The wide rows are computed from the game's
+    arrays in O(Hw K) (inside a ``lax.scan`` over iterations XLA hoists them out of the
+    loop); the compact rows are the game's ``node_walk_rows``, built at compile
+    (:func:`compact_rows`). ``compact``: use the compact
     rows (:func:`uses_compact_rows`; None: when the game allows them and its wide rows
     would take at least :data:`COMPACT_MIN_BYTES`); the wide rows then cover only the
     nodes up to the last level holding chance nodes (:func:`num_wide_rows`), the only
@@ -348,7 +350,7 @@ def num_wide_rows(game: Game) -> int:
     return max(ends, default=1)
 
 
-MAX_COMPACT_ACTIONS = 31  # the legal bitmask is one int32 (bits 0..30)
+MAX_COMPACT_ACTIONS = MAX_WALK_ROW_ACTIONS  # the legal bitmask is one int32 (bits 0..30)
 
 
 def has_compact_rows(game: Game) -> bool:
@@ -384,39 +386,21 @@ def has_compact_rows(game: Game) -> bool:
 
 
 def compact_rows(game: Game) -> jax.Array:
-    """``[H, 3 + w]`` int32 compact node rows (:class:`NodeTables` ``compact``) from the
-    game's arrays: the node code (as :func:`node_tables` computes it), first child
-    (smallest child id; 0 where none), legal bitmask (the infoset's legal actions at
-    player nodes, all A at terminals and 0 at chance nodes, whose rows are never read),
-    u_0's bits.
+    """``[H, 3 + w]`` int32 compact node rows (:class:`NodeTables` ``compact``): the
+    game's ``node_walk_rows``, built once when the game is compiled
+    (``games_tensor._table.walk_rows``): the node code (as :func:`node_tables` computes
+    it), first child (smallest child id; 0 where none), legal bitmask (the infoset's
+    legal actions at player nodes, all A at terminals and 0 at chance nodes, whose rows
+    are never read), u_0's bits.
 
-    Evaluated at trace time where the game's arrays are concrete (a game closed over by a
-    ``jax.jit``): XLA's constant folder otherwise spends seconds on the ``[H, K]``
-    reduction (LD(1,1): 12 s, session 30's review); traced arrays are staged as usual."""
-    with jax.ensure_compile_time_eval():
-        return _compact_rows(game)
-
-
-def _compact_rows(game: Game) -> jax.Array:
-    A = game.num_actions
-    player = game.node_player
-    code = jnp.where(player >= 0, jnp.maximum(game.node_infoset, 0), player)
-    kids = game.node_children
-    big = jnp.iinfo(jnp.int32).max
-    first = jnp.min(jnp.where(kids >= 0, kids, big), axis=1)
-    first = jnp.where(first == big, 0, first).astype(jnp.int32)
-    infoset = jnp.maximum(game.node_infoset, 0)
-    legal = jnp.where(
-        (code >= 0)[:, None], game.legal_mask[infoset], (code == TERMINAL)[:, None]
-    )  # [H, A]
-    weights = jnp.left_shift(jnp.int32(1), jnp.arange(A, dtype=jnp.int32))
-    bits = jnp.sum(jnp.where(legal, weights[None, :], 0), axis=1, dtype=jnp.int32)
-    dtype = game.node_chance_probs.dtype
-    util = jax.lax.bitcast_convert_type(game.node_utility.astype(dtype), jnp.int32)
-    util = util.reshape(util.shape[0], -1)
-    return jnp.concatenate(
-        [code[:, None].astype(jnp.int32), first[:, None], bits[:, None], util], 1
-    )
+    A field of the game, so a jitted search gets them as an argument: no per-call build
+    (4.1 ms of an LD(1,1) search call, 14 ms of II-GS(6)'s, session 30) and no constant
+    (a closed-over table cost seconds of constant folding or compile, sessions 29-30)."""
+    if game.node_walk_rows.shape[0] != game.node_player.shape[0]:
+        raise ValueError(
+            f"{game.name} has no walk rows (A = {game.num_actions} > {MAX_COMPACT_ACTIONS})"
+        )
+    return game.node_walk_rows
 
 
 def _read_compact(game: Game, tables: NodeTables, h: jax.Array, W: int):

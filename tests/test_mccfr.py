@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -269,6 +270,28 @@ def test_compact_rows_cost_no_constant_folding_when_the_game_is_closed_over():
     assert seen == [False]
 
 
+def test_compact_rows_are_the_games_walk_rows_built_at_compile():
+    """The node tables' compact rows are the game's ``node_walk_rows`` (built once by the
+    compiler, passed to a jitted search as part of the game: no per-call build); a game
+    with more than 31 actions gets none (its bitmask would not fit one int32) and
+    ``compact_rows`` refuses it."""
+    from games_tensor._table import walk_rows
+
+    game = gt.load("liars_dice")
+    assert smp.node_tables(game).compact is game.node_walk_rows
+    assert game.node_walk_rows.shape == (game.node_player.shape[0], 4)
+    legal = np.ones((1, 32), bool)
+    rows = walk_rows(np.array([0, -4]), np.array([0, -1]), np.array([[1], [-1]]), legal, [[0], [0]])
+    assert rows.shape == (0, 4)
+    narrow = walk_rows(
+        np.array([0, -4]), np.array([0, -1]), np.array([[1], [-1]]), legal[:, :31], [[0], [7]]
+    )
+    np.testing.assert_array_equal(narrow, [[0, 1, 2**31 - 1, 0], [-4, 0, 2**31 - 1, 7]])
+    wide_game = dataclasses.replace(game, node_walk_rows=jnp.zeros((0, 4), jnp.int32))
+    with pytest.raises(ValueError, match="no walk rows"):
+        smp.compact_rows(wide_game)
+
+
 @pytest.mark.parametrize("K", [6, 13, 20, 36])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_sample_index_never_draws_a_zero_slot(K, dtype, request):
@@ -302,15 +325,16 @@ def test_sample_index_never_draws_a_zero_slot(K, dtype, request):
     assert (np.take_along_axis(p, k, axis=1) > 0).all()
 
 
-@pytest.mark.parametrize("K", [2, 6, 13, 20])
+@pytest.mark.parametrize("K", [2, 6, 13, 20, 31, 32])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_prefix_sums_is_the_sequential_cumsum(K, dtype, request):
     """``prefix_sums`` adds ``probs[0], probs[1], ...`` in that order, bit for bit the
     left-to-right running sum (NumPy's ``cumsum`` along the last axis), unbatched and
     vmapped under the bots' compiler options: the summation order the draws of every
     sampler depend on (session 28 moved the summed axis to the operand's major one).
-    At K = 36 XLA:CPU sums in another fixed order (some sums differ from the running
-    sum by an ulp), so the widths here stop at 20."""
+    XLA:CPU's ``[K, K]`` reduction adds in the sequential order up to K = 32 (checked
+    at K 1-36, session 31); at K = 36 it sums in another fixed order (some sums differ
+    from the running sum by an ulp), so the widths here stop at 32."""
     if dtype == "float64":
         request.getfixturevalue("x64")
     rng = np.random.default_rng(100 + K)
@@ -322,6 +346,33 @@ def test_prefix_sums_is_the_sequential_cumsum(K, dtype, request):
     vf = jax.jit(jax.vmap(smp.prefix_sums), compiler_options=opts)
     for got, rows in ((f(p), want), (vf(p), want), (f(p[3])[None], want[3:4])):
         np.testing.assert_array_equal(np.asarray(got).view(np.uint8), rows.view(np.uint8))
+
+
+@pytest.mark.parametrize("K", [1, 2, 6, 13, 20, 31, 32])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sample_index_is_the_count_below_the_target(K, dtype, request):
+    """``sample_index`` draws k = #{j : cumsum_j <= u * total} with NumPy's sequential
+    ``cumsum`` and the product in the same dtype, bit for bit, unbatched and vmapped
+    under the bots' compiler options, with zero slots, magnitudes over 8 decades and
+    ``u`` aimed at every cdf boundary and just below it (K up to 32, where the cdf
+    reduction adds in the sequential order)."""
+    if dtype == "float64":
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(200 + K)
+    p = rng.random((256, K)) ** 3 * 10 ** rng.uniform(-6, 2, (256, 1))
+    p = (p * (rng.random((256, K)) < 0.6)).astype(dtype)
+    p[:, -1] = np.where(p.sum(-1) == 0, 1.0, p[:, -1])
+    cdf = np.cumsum(p, axis=-1)
+    total = cdf[:, -1:]
+    u = np.concatenate([cdf / total, np.nextafter(cdf / total, 0), rng.random((256, 3))], 1)
+    u = np.clip(u, 0, np.nextafter(np.asarray(1, dtype), 0)).astype(dtype)  # [B, 2K + 3]
+    want = (cdf[:, None, :] <= (u * total)[:, :, None]).sum(-1)
+    opts = smp.sampling_compiler_options()
+    draw = jax.jit(jax.vmap(jax.vmap(smp.sample_index, (None, 0))), compiler_options=opts)
+    one = jax.jit(smp.sample_index, compiler_options=opts)
+    np.testing.assert_array_equal(np.asarray(draw(p, u)), want)
+    np.testing.assert_array_equal(np.asarray(one(p[5], u[5, 0])), want[5, 0])
+    assert (np.take_along_axis(p, want, axis=1) > 0).all()
 
 
 # ---------------------------------------------------------------- learning vs OpenSpiel

@@ -9,8 +9,9 @@ per core, each device its own share of the searchers; the count is printed), eac
 from the root view, fresh tables, its own key (``--view deep``: from
 the view at the first history of the largest target set, as
 ``search_step --view deep``) runs N iterations;
-the first call (compile + N) is reported apart from the second (steady state, on a
-fresh batch: both calls do the same work; ``_search_rate.search_rate``).
+the first call (compile + N) is reported apart from the steady state (the median of
+``--repeats`` further calls, default 3, each on a fresh batch: every call does the same
+work; ``_search_rate.search_rate``).
 iterations/s counts trajectories (one OOS iteration = one trajectory for one update
 player; one ISMCTS iteration = one simulation) summed over the B searchers, per wall
 second and per CPU second of the process (all threads: on a shared machine the
@@ -80,6 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--openspiel", default="build/openspiel_ref")
     ap.add_argument("--view", default="root", choices=("root", "deep"))
     ap.add_argument("--bots", default="oos,uct,rm")
+    ap.add_argument("--repeats", type=int, default=3, help="steady calls timed per cell (median)")
     args = ap.parse_args(argv)
     print(f"searchers split over {host_devices.describe()}", flush=True)
     rows = []
@@ -100,7 +102,7 @@ def main(argv=None) -> int:
             view = jaxcfr.root_view() if args.view == "root" else deep_view(game, kind)
             for batch in (int(b) for b in args.batches.split(",")):
                 n = args.iterations if batch == 1 else args.batched_iterations
-                comp, ips, nbytes, cps = search_rate(game, bot, batch, n, view)
+                comp, ips, nbytes, cps = search_rate(game, bot, batch, n, view, args.repeats)
                 ratio = ips / ref_ismcts if ref_ismcts else float("nan")
                 rows.append(
                     (name, bot.name, batch, comp, ips, cps, nbytes, ref_ismcts, ref_oos, ratio)
