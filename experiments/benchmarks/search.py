@@ -83,6 +83,11 @@ def main(argv=None) -> int:
     ap.add_argument("--bots", default="oos,uct,rm")
     ap.add_argument("--repeats", type=int, default=3, help="steady calls timed per cell (median)")
     args = ap.parse_args(argv)
+    unknown = [g for g in args.games.split(",") if g not in GAMES]
+    if unknown:
+        ap.error(f"--games: unknown {', '.join(unknown)}; choose from {', '.join(GAMES)}")
+    if args.repeats < 1:
+        ap.error(f"--repeats must be at least 1, got {args.repeats}")
     print(f"searchers split over {host_devices.describe()}", flush=True)
     rows = []
     for name in args.games.split(","):
