@@ -299,9 +299,13 @@ def abstract_game(game: Game) -> Game:
             compact_fanout=None,
         )
         game.meta.host["abstract_meta"] = meta
+    rows = game.node_walk_rows  # the walkers' compact rows: their code column is the infoset
+    if rows.shape[0] > 0:
+        rows = rows.at[:, 0].set(jnp.where(node_infoset >= 0, node_infoset, rows[:, 0]))
     return dataclasses.replace(
         game,
         node_infoset=node_infoset.astype(game.node_infoset.dtype),
+        node_walk_rows=rows,
         legal_mask=jnp.asarray(amap.legal),
         legal_uniform=jnp.asarray(amap.uniform, game.legal_uniform.dtype),
         legal_mask_t=jnp.asarray(np.ascontiguousarray(amap.legal.T)),

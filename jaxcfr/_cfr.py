@@ -176,7 +176,8 @@ def _plan(game: Game, policy: jax.Array, player: int, compact: bool) -> jax.Arra
     """``player``'s realization plan for the update: written level by level into one
     buffer where the payoff step sums by fan-in group (``GROUPED`` and
     ``sf.uses_groups``; each level computed once, ``sf.plan_block(..., written=True)``),
-    else concatenated (LD(1,1), padded and split, ran 0.77x written, session 31)."""
+    else concatenated (games without fan-in groups, e.g. those with payoff blocks: LD(1,1),
+    Leduc; LD(1,1)'s split levels ran 0.77x written, session 31)."""
     written = GROUPED and sf.uses_groups(game, compact)
     return sf.plan_block(game, policy, player, compact, written=written)
 

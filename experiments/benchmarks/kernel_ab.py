@@ -49,6 +49,12 @@ def main(argv=None):
     parser.add_argument("--algorithms", default="cfr")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
+    from experiments.catalog import GAMES_MD
+
+    labels = [label for label, _, _ in GAMES_MD]
+    unknown = [g for g in args.games.split(";") if g not in labels]
+    if unknown:
+        parser.error(f"--games: unknown {unknown} (';'-separated); choose from {labels}")
     roots = args.roots.split(",")
     for r, root, _, out in in_trees(roots, args.rounds, _CODE, [args.games, args.algorithms]):
         print(f"== round {r}: {root}")
