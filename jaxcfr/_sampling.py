@@ -350,9 +350,6 @@ def num_wide_rows(game: Game) -> int:
     return max(ends, default=1)
 
 
-MAX_COMPACT_ACTIONS = MAX_WALK_ROW_ACTIONS  # the legal bitmask is one int32 (bits 0..30)
-
-
 def has_compact_rows(game: Game) -> bool:
     """Whether :func:`compact_rows` describes the game's player and terminal nodes
     exactly (host check, memoized in ``game.meta.host``): A <= 31, and at every player
@@ -367,7 +364,7 @@ def has_compact_rows(game: Game) -> bool:
     A = game.num_actions
     player = host["node_player"]
     kids = np.asarray(host["node_children"])
-    ok = A <= MAX_COMPACT_ACTIONS
+    ok = A <= MAX_WALK_ROW_ACTIONS
     if ok:
         term = kids[player == TERMINAL]
         ok = bool((term < 0).all())
@@ -398,7 +395,7 @@ def compact_rows(game: Game) -> jax.Array:
     (a closed-over table cost seconds of constant folding or compile, sessions 29-30)."""
     if game.node_walk_rows.shape[0] != game.node_player.shape[0]:
         raise ValueError(
-            f"{game.name} has no walk rows (A = {game.num_actions} > {MAX_COMPACT_ACTIONS})"
+            f"{game.name} has no walk rows (A = {game.num_actions} > {MAX_WALK_ROW_ACTIONS})"
         )
     return game.node_walk_rows
 
